@@ -1,0 +1,564 @@
+"""Transcript parser: bytes in, entries and rows out.
+
+Pure by design: no files, no database, no network. The pipeline feeds it the
+bytes of a transcript (whole, or only what was appended since the last run)
+and stores what comes out. See FORMAT.md sections 2-8 for the input.
+
+Rules implemented here:
+- lines are split on ``\\n`` only (raw U+2028/U+2029/U+0085 inside JSON strings
+  are data, not line breaks);
+- a last line without ``\\n`` is *pending* unless it already parses as a JSON
+  object; the caller keeps its offset before that line, so it is read again
+  (and deduplicated by entry id) once it is complete;
+- a complete line that is not a JSON object is *bad*: counted and skipped;
+- the first line, if it is ``{"type": "session"}``, is the header; files
+  without one (trimmed by the gateway) take the session id from the file name;
+- entries without an ``id`` (pi v1 files, legacy lines) get ``@<line index>``;
+  in v1 files each entry's parent is the entry before it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any, Iterator
+
+import orjson
+
+PREVIEW_CHARS = 512
+SYNTHETIC_PROVIDERS = {"openclaw", "clawdbot", "moltbot"}
+SYNTHETIC_MODELS = {"gateway-injected", "delivery-mirror"}
+MISSING_RESULT_RE = re.compile(r"^\[(?:openclaw|clawdbot|moltbot)\] missing tool result")
+HTML_TAG_RE = re.compile(r"<[^<>]*>")
+SHELL_TOOLS = {"exec", "bash", "process"}
+
+# ---------------------------------------------------------------------------
+# File names
+
+
+_TS_UUID_RE = re.compile(r"^\d{4}-\d{2}-\d{2}T[\d-]+Z?_(?P<id>[0-9A-Za-z-]+)$")
+
+
+def session_type_for(name: str) -> str:
+    """The session type a file name implies (original design 2.2, plus copies)."""
+    if ".jsonl.reset." in name:
+        return "reset"
+    if ".jsonl.deleted." in name:
+        return "deleted"
+    if ".checkpoint." in name:
+        return "checkpoint"
+    if ".jsonl.bak" in name:
+        return "backup"
+    if "-topic-" in name:
+        return "topic"
+    return "normal"
+
+
+def is_copy(name: str) -> bool:
+    """Checkpoint and backup copies never decide a session's derived fields
+    while a live file or its rename exists."""
+    return session_type_for(name) in ("checkpoint", "backup")
+
+
+def session_id_from_name(name: str) -> str:
+    """Session id for a header-less file: the file-name stem."""
+    stem = name
+    for marker in (".checkpoint.", ".jsonl"):
+        pos = stem.find(marker)
+        if pos > 0:
+            stem = stem[:pos]
+    m = _TS_UUID_RE.match(stem)
+    if m:
+        return m.group("id")
+    return stem
+
+
+# ---------------------------------------------------------------------------
+# Small, total conversions: transcripts are untrusted input
+
+
+def _str(value: Any, limit: int | None = None) -> str | None:
+    if isinstance(value, str):
+        return value if limit is None else value[:limit]
+    return None
+
+
+def _int(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, int):
+        return value if -(2**63) <= value < 2**63 else None
+    if isinstance(value, float) and value == value and abs(value) < 2**63:
+        return int(value)
+    return None
+
+
+def _num(value: Any) -> float | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        try:
+            f = float(value)
+        except OverflowError:
+            return None
+        return f if f == f and f not in (float("inf"), float("-inf")) else None
+    return None
+
+
+def _dumps(value: Any, sort_keys: bool = False) -> str:
+    try:
+        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS if sort_keys else None).decode()
+    except (TypeError, orjson.JSONEncodeError):
+        # Integers beyond 64 bits, parsed by the fallback loader.
+        return json.dumps(value, ensure_ascii=False, sort_keys=sort_keys, allow_nan=True)
+
+
+def format_timestamp(value: Any) -> str | None:
+    """ISO string or epoch milliseconds -> 'YYYY-MM-DD HH:MM:SS.fff' in UTC.
+
+    That text form sorts correctly and makes the original design's
+    ``timestamp BETWEEN '2026-04-05 00:00:00' AND '2026-04-05 23:59:59'`` work.
+    """
+    if isinstance(value, str):
+        s = value.strip()
+        # Fast path: the canonical '2026-04-28T05:47:07.929Z'.
+        if len(s) == 24 and s[10] == "T" and s[23] == "Z" and s[19] == ".":
+            if s[:4].isdigit() and s[5:7].isdigit() and s[8:10].isdigit():
+                return f"{s[:10]} {s[11:23]}"
+        try:
+            dt = datetime.fromisoformat(s.replace("Z", "+00:00"))
+        except ValueError:
+            return None
+        if dt.tzinfo is not None:
+            dt = dt.astimezone(timezone.utc).replace(tzinfo=None)
+        return dt.strftime("%Y-%m-%d %H:%M:%S.") + f"{dt.microsecond // 1000:03d}"
+    ms = _num(value)
+    if ms is None or not (0 <= ms < 253402300800000):  # up to year 9999
+        return None
+    dt = datetime.fromtimestamp(ms / 1000.0, tz=timezone.utc)
+    return dt.strftime("%Y-%m-%d %H:%M:%S.") + f"{dt.microsecond // 1000:03d}"
+
+
+def strip_html(text: str) -> str:
+    return HTML_TAG_RE.sub("", text) if "<" in text else text
+
+
+def short_hash(data: bytes) -> str:
+    return hashlib.blake2b(data, digest_size=12).hexdigest()
+
+
+# ---------------------------------------------------------------------------
+# Lines and entries
+
+
+@dataclass
+class Entry:
+    """One parsed line other than the header."""
+
+    entry_id: str
+    parent_id: str | None
+    type: str | None
+    line_index: int
+    obj: dict
+    raw: bytes
+
+    @property
+    def raw_hash(self) -> str:
+        return short_hash(self.raw)
+
+
+@dataclass
+class ParseState:
+    """What the parser must remember between incremental reads of one file."""
+
+    session_id: str | None = None
+    header: dict | None = None
+    header_raw: bytes | None = None
+    version: int | None = None  # header version; None = unknown (no header yet)
+    legacy: bool = False  # pi v1: no ids, order is the sequence
+    next_line: int = 0  # index of the next line to read
+    last_entry_id: str | None = None
+
+
+@dataclass
+class ChunkResult:
+    entries: list[Entry] = field(default_factory=list)
+    bad_lines: int = 0
+    pending_lines: int = 0
+    consumed: int = 0  # bytes up to and including the last complete line
+
+
+class TranscriptParser:
+    """Incremental parser for one transcript file.
+
+    ``feed(data, final)`` takes bytes that start at a line boundary. It returns
+    the entries of every complete line and reports how many bytes it consumed;
+    the caller passes the rest again with more data. With ``final=True`` the
+    unterminated tail is looked at: returned as an entry if it is already a
+    complete JSON object (not consumed, so it is re-read when it grows), else
+    counted as pending.
+    """
+
+    def __init__(self, file_name: str, state: ParseState | None = None):
+        self.file_name = file_name
+        self.state = state or ParseState()
+
+    def feed(self, data: bytes, final: bool = False) -> ChunkResult:
+        result = ChunkResult()
+        start = 0
+        end = len(data)
+        find = data.find
+        while start < end:
+            nl = find(b"\n", start)
+            if nl < 0:
+                break
+            if nl > start:
+                self._line(data[start:nl], result)
+            else:
+                self.state.next_line += 1  # empty line
+            start = nl + 1
+        result.consumed = start
+        if final and start < end and data[start:].strip():
+            # The unterminated tail: import it if it is already complete, but
+            # leave it unconsumed so the next run reads it again (same entry
+            # id) once its newline arrives.
+            saved = (self.state.next_line, self.state.last_entry_id)
+            before = len(result.entries)
+            if self._line(data[start:], result, pending=True):
+                self.state.next_line, self.state.last_entry_id = saved
+            else:
+                del result.entries[before:]
+                result.pending_lines += 1
+        return result
+
+    def _line(self, raw: bytes, result: ChunkResult, pending: bool = False) -> bool:
+        state = self.state
+        index = state.next_line
+        state.next_line += 1
+        if raw[-1:] == b"\r":
+            raw = raw[:-1]
+        obj, raw = loads_line(raw)
+        if not isinstance(obj, dict):
+            if not pending:
+                result.bad_lines += 1
+            return False
+        etype = obj.get("type")
+        if index == 0 and etype == "session":
+            state.header = obj
+            state.header_raw = raw
+            sid = _str(obj.get("id"))
+            state.session_id = sid if sid else session_id_from_name(self.file_name)
+            version = _int(obj.get("version"))
+            state.version = version if version is not None else 1
+            state.legacy = version is None or version <= 1
+            return True
+        if state.session_id is None:
+            state.session_id = session_id_from_name(self.file_name)
+        entry_id = _str(obj.get("id"))
+        if not entry_id:
+            entry_id = f"@{index}"
+        if "parentId" in obj:
+            parent = _str(obj.get("parentId"))
+        elif state.legacy:
+            parent = state.last_entry_id
+        else:
+            parent = None
+        result.entries.append(
+            Entry(entry_id, parent, etype if isinstance(etype, str) else None, index, obj, raw)
+        )
+        state.last_entry_id = entry_id
+        return True
+
+
+def loads_line(raw: bytes) -> tuple[Any, bytes]:
+    """Parse one line; returns (object or None, the bytes to keep as its JSON).
+
+    orjson is strict; lines it refuses are tried once more with the standard
+    library, which accepts what JavaScript writes but orjson does not: lone
+    surrogate escapes (a string cut inside an emoji), integers over 64 bits,
+    NaN. Invalid UTF-8 bytes become U+FFFD. Such lines are kept as the JSON of
+    their cleaned value instead of being lost.
+    """
+    try:
+        return orjson.loads(raw), raw
+    except orjson.JSONDecodeError:
+        pass
+    if not raw.lstrip()[:1] == b"{":
+        return None, raw
+    try:
+        obj = json.loads(raw.decode("utf-8", "replace"))
+    except (ValueError, RecursionError):
+        return None, raw
+    if not isinstance(obj, dict):
+        return None, raw
+    try:
+        obj = _clean(obj)
+    except RecursionError:
+        return None, raw
+    return obj, _dumps(obj).encode()
+
+
+_SURROGATE_RE = re.compile("[\ud800-\udfff]")
+
+
+def _clean(value: Any) -> Any:
+    """Replace lone surrogates (not encodable as UTF-8) with U+FFFD."""
+    if isinstance(value, str):
+        return _SURROGATE_RE.sub("\ufffd", value)
+    if isinstance(value, dict):
+        return {_clean(k): _clean(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_clean(v) for v in value]
+    return value
+
+
+def iter_lines(data: bytes) -> Iterator[bytes]:
+    """Complete lines of ``data`` split on ``\\n`` only (helper for tools)."""
+    start = 0
+    while True:
+        nl = data.find(b"\n", start)
+        if nl < 0:
+            return
+        yield data[start:nl]
+        start = nl + 1
+
+
+# ---------------------------------------------------------------------------
+# Rows derived from entries
+
+
+def _blocks(content: Any) -> list:
+    if isinstance(content, list):
+        return content
+    return []
+
+
+def text_preview(message: dict) -> str | None:
+    """The original design's four rules: first text, else thinking, else the
+    first text inside a toolResult block; HTML stripped; 512 characters."""
+    content = message.get("content")
+    text = None
+    if isinstance(content, str):
+        text = content
+    else:
+        blocks = _blocks(content)
+        for rule in ("text", "thinking", "toolResult"):
+            for block in blocks:
+                if not isinstance(block, dict) or block.get("type") != rule:
+                    continue
+                if rule == "toolResult":
+                    inner = block.get("content")
+                    if isinstance(inner, str):
+                        text = inner
+                    else:
+                        for sub in _blocks(inner):
+                            if isinstance(sub, dict) and sub.get("type") == "text":
+                                text = _str(sub.get("text"))
+                                if text is not None:
+                                    break
+                else:
+                    text = _str(block.get(rule))
+                if text is not None:
+                    break
+            if text is not None:
+                break
+    if text is None:
+        # Roles without blocks: pi's bashExecution, custom messages.
+        text = _str(message.get("command")) or _str(message.get("errorMessage"))
+    if text is None:
+        return None
+    # Strip before cutting, so a tag is never cut in half.
+    return strip_html(text[: PREVIEW_CHARS * 8])[:PREVIEW_CHARS]
+
+
+def result_failed(message: dict) -> tuple[bool, int | None, int | None]:
+    """(is_error, exit_code, duration_ms) for a toolResult message.
+
+    OpenClaw stores a failed shell command with ``isError: false`` and a
+    non-zero ``details.exitCode``; some tools report ``details.status: error``.
+    """
+    details = message.get("details")
+    exit_code = duration = None
+    failed = message.get("isError") is True
+    if isinstance(details, dict):
+        exit_code = _int(details.get("exitCode"))
+        duration = _int(details.get("durationMs"))
+        if details.get("status") == "error" or (exit_code is not None and exit_code != 0):
+            failed = True
+    return failed, exit_code, duration
+
+
+def is_synthetic(message: dict) -> bool:
+    provider = message.get("provider")
+    model = message.get("model")
+    if provider in SYNTHETIC_PROVIDERS and model in SYNTHETIC_MODELS:
+        return True
+    if message.get("stopReason") == "injected":
+        return True
+    if message.get("role") == "toolResult":
+        for block in _blocks(message.get("content")):
+            if isinstance(block, dict) and block.get("type") == "text":
+                text = block.get("text")
+                return isinstance(text, str) and bool(MISSING_RESULT_RE.match(text))
+    return False
+
+
+USAGE_KEYS = (
+    ("input_tokens", "input"),
+    ("output_tokens", "output"),
+    ("cache_read_tokens", "cacheRead"),
+    ("cache_write_tokens", "cacheWrite"),
+    ("total_tokens", "totalTokens"),
+)
+
+
+def message_row(entry: Entry) -> dict:
+    """The ``messages`` row for a ``message`` entry (keys = column names).
+
+    ``raw_json`` holds the entry without ``message.content``; the content is in
+    ``content_blocks``. Together they rebuild the line (as parsed JSON).
+    """
+    obj = entry.obj
+    message = obj.get("message")
+    if not isinstance(message, dict):
+        message = {}
+    content_present = "content" in message
+    content = message.get("content")
+    blocks = _blocks(content)
+    tool_blocks = [b for b in blocks if isinstance(b, dict) and b.get("type") == "toolCall"]
+    thinking = None
+    has_thinking = False
+    for b in blocks:
+        if isinstance(b, dict) and b.get("type") == "thinking":
+            has_thinking = True
+            thinking = _str(b.get("thinking"))
+            break
+    role = _str(message.get("role"), 32)
+    is_error = message.get("isError") is True
+    tool_call_id = tool_name = None
+    if role == "toolResult":
+        is_error = result_failed(message)[0]
+        tool_call_id = _str(message.get("toolCallId"), 255)
+        tool_name = _str(message.get("toolName"), 128)
+    elif role == "assistant" and message.get("stopReason") == "error":
+        is_error = True
+    elif role == "bashExecution":
+        code = _int(message.get("exitCode"))
+        is_error = code is not None and code != 0
+    usage = message.get("usage")
+    row = {
+        "message_uuid": entry.entry_id,
+        "parent_message_uuid": entry.parent_id,
+        "role": role,
+        "content_blocks": _dumps(content) if content_present else None,
+        "text_preview": text_preview(message),
+        "first_tool_call": _str(tool_blocks[0].get("name"), 128) if tool_blocks else None,
+        "tool_call_count": len(tool_blocks),
+        "tool_calls_json": _dumps(tool_blocks) if tool_blocks else None,
+        "thinking_text": thinking,
+        "has_thinking": int(has_thinking),
+        "has_tool_calls": int(bool(tool_blocks)),
+        "is_error": int(is_error),
+        "is_synthetic": int(is_synthetic(message)),
+        "provider": _str(message.get("provider"), 64),
+        "model": _str(message.get("model"), 128),
+        "api": _str(message.get("api"), 64),
+        "stop_reason": _str(message.get("stopReason"), 64),
+        "error_message": _str(message.get("errorMessage")),
+        "tool_call_id": tool_call_id,
+        "tool_name": tool_name,
+        "timestamp": format_timestamp(obj.get("timestamp")) or format_timestamp(message.get("timestamp")),
+        "seq": entry.line_index,
+        "call_key": None,
+    }
+    cost = None
+    if isinstance(usage, dict):
+        for column, key in USAGE_KEYS:
+            row[column] = _int(usage.get(key))
+        cost_obj = usage.get("cost")
+        if isinstance(cost_obj, dict):
+            cost = _num(cost_obj.get("total"))
+        if role == "assistant":
+            # One model call = same session, request time, provider, model and usage.
+            key = [message.get("timestamp"), message.get("provider"), message.get("model"), usage]
+            row["call_key"] = short_hash(_dumps(key, sort_keys=True).encode())
+    else:
+        for column, _ in USAGE_KEYS:
+            row[column] = None
+    row["cost_usd"] = cost
+    row["raw_json"] = _dumps(_without_content(obj, message) if content_present else obj)
+    return row
+
+
+def _without_content(obj: dict, message: dict) -> dict:
+    slim = dict(obj)
+    inner = dict(message)
+    del inner["content"]
+    slim["message"] = inner
+    return slim
+
+
+def tool_call_rows(entry: Entry, row: dict) -> list[dict]:
+    """One row per toolCall block of a message."""
+    message = entry.obj.get("message")
+    if not isinstance(message, dict):
+        return []
+    out = []
+    for index, block in enumerate(_blocks(message.get("content"))):
+        if not isinstance(block, dict) or block.get("type") != "toolCall":
+            continue
+        name = _str(block.get("name"), 128)
+        arguments = block.get("arguments")
+        command = None
+        if name in SHELL_TOOLS and isinstance(arguments, dict):
+            command = _str(arguments.get("command"))
+        out.append(
+            {
+                "block_index": index,
+                "call_id": _str(block.get("id"), 255),
+                "tool_name": name,
+                "arguments": _dumps(arguments) if "arguments" in block else None,
+                "command": command,
+                "timestamp": row["timestamp"],
+            }
+        )
+    return out
+
+
+def entry_row(entry: Entry) -> dict:
+    """The ``entries`` row for any entry that is not a message."""
+    obj = entry.obj
+    preview = None
+    for key in ("summary", "content", "thinkingLevel", "modelId", "label"):
+        value = obj.get(key)
+        if isinstance(value, str):
+            preview = value
+            break
+        if key == "content" and isinstance(value, list):
+            preview = text_preview({"content": value})
+            break
+    if preview is not None:
+        preview = strip_html(preview[: PREVIEW_CHARS * 8])[:PREVIEW_CHARS]
+    return {
+        "entry_uuid": entry.entry_id,
+        "parent_uuid": entry.parent_id,
+        "entry_type": entry.type,
+        "custom_type": _str(obj.get("customType"), 128),
+        "text_preview": preview,
+        "timestamp": format_timestamp(obj.get("timestamp")),
+        "seq": entry.line_index,
+        "raw_json": entry.raw.decode("utf-8", "replace"),
+    }
+
+
+def active_path(leaf: str | None, parents: dict[str, str | None]) -> set[str]:
+    """Entry ids on the path from ``leaf`` back to its root (cycle-safe)."""
+    path: set[str] = set()
+    node = leaf
+    while node is not None and node in parents and node not in path:
+        path.add(node)
+        node = parents[node]
+    return path

@@ -1,0 +1,573 @@
+"""The import pipeline: sources -> reader -> parser -> rows -> store.
+
+One transaction per file, including its ``parsed_files`` row, so that killing
+the importer at any moment leaves the store as it was before that file.
+
+Identity (DESIGN.md): a session is (server, agent, header id); an entry is
+(session, entry id). A file is only a container: the live file, its
+``.reset``/``.deleted`` rename, checkpoint and backup copies all map to the
+same session and entries, so nothing is counted twice; the archive only grows.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+import orjson
+
+from . import parser as P
+from .sources import SourceFile, discover
+from .store import Store, now_utc
+
+log = logging.getLogger("agentbase")
+
+CHUNK = 4 * 1024 * 1024  # bytes read at a time; memory stays bounded by this plus the longest line
+WINDOW = 1024  # bytes hashed at the head and before the last offset to tell an append from a rewrite
+KNOWN_TYPES = {
+    "session", "message", "model_change", "thinking_level_change", "compaction", "branch_summary",
+    "custom", "custom_message", "label", "session_info", "reset",
+}
+
+
+@dataclass
+class ImportReport:
+    files_seen: int = 0
+    files_unchanged: int = 0
+    files_imported: int = 0
+    files_failed: int = 0
+    files_ignored: int = 0
+    messages_added: int = 0
+    entries_added: int = 0
+    bad_lines: int = 0
+    pending_lines: int = 0
+    bytes_read: int = 0
+    elapsed_s: float = 0.0
+    failures: list[tuple[str, str]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict:
+        return {
+            "files_seen": self.files_seen,
+            "files_unchanged": self.files_unchanged,
+            "files_imported": self.files_imported,
+            "files_failed": self.files_failed,
+            "files_ignored": self.files_ignored,
+            "messages_added": self.messages_added,
+            "entries_added": self.entries_added,
+            "bad_lines": self.bad_lines,
+            "pending_lines": self.pending_lines,
+            "bytes_read": self.bytes_read,
+            "elapsed_s": round(self.elapsed_s, 4),
+        }
+
+    def summary(self) -> str:
+        return (
+            f"files: {self.files_seen} seen, {self.files_unchanged} unchanged, "
+            f"{self.files_imported} imported, {self.files_failed} failed, {self.files_ignored} not transcripts; "
+            f"messages added: {self.messages_added}; bad lines: {self.bad_lines}; "
+            f"pending lines: {self.pending_lines}"
+        )
+
+
+class NotATranscript(Exception):
+    pass
+
+
+def _rank(source: SourceFile) -> str:
+    """Which file decides a session's derived fields: live files and renames
+    over checkpoint/backup copies, then the newest."""
+    return f"{0 if P.is_copy(source.name) else 1}:{source.mtime_ns:020d}:{source.name}"
+
+
+class SessionWriter:
+    """Accumulates one file's entries for one session and writes them."""
+
+    def __init__(self, store: Store, source: SourceFile, session_uuid: str):
+        self.store = store
+        self.source = source
+        self.session_uuid = session_uuid
+        row = store.session(source.server, source.agent_id, session_uuid)
+        if row is None:
+            self.session_id = store.next_id("sessions")
+            store.insert_rows(
+                "sessions",
+                [{
+                    "id": self.session_id, "server": source.server, "agent_id": source.agent_id,
+                    "session_uuid": session_uuid, "file_path": source.path,
+                    "session_type": P.session_type_for(source.name), "message_count": 0,
+                    "created_at": now_utc(), "source_rank": "",
+                }],
+            )
+            self.session = None
+            self.known: dict[str, list] = {}
+            self.counted: set[str] = set()
+        else:
+            self.session_id = row["id"]
+            self.session = row
+            self.known = {
+                eid: [parent, active, h, table] for eid, parent, active, h, table in store.session_entries(row["id"])
+            }
+            self.counted = store.counted_call_keys(row["id"])
+        self.next_message_id = store.next_id("messages")
+        self.messages: list[dict] = []
+        self.tool_calls: list[dict] = []
+        self.entries: list[dict] = []
+        self.added_messages = 0
+        self.added_entries = 0
+        self.changed = False
+        self.needs_pairing = False
+        self.last_entry_id: str | None = None
+        self.created_at = now_utc()
+
+    def add(self, entry: P.Entry) -> None:
+        self.last_entry_id = entry.entry_id
+        digest = entry.raw_hash
+        known = self.known.get(entry.entry_id)
+        if known is not None:
+            if known[2] == digest:
+                return
+            self._replace(entry.entry_id, known[3])
+        common = {
+            "session_id": self.session_id, "server": self.source.server,
+            "agent_id": self.source.agent_id, "session_uuid": self.session_uuid,
+        }
+        if entry.type == "message":
+            row = P.message_row(entry)
+            row.update(common)
+            row["id"] = self.next_message_id
+            self.next_message_id += 1
+            row["created_at"] = self.created_at
+            row["is_active_path"] = 1
+            row["raw_hash"] = digest
+            key = row["call_key"]
+            if key is not None and key in self.counted:
+                row["usage_counted"] = 0
+            else:
+                row["usage_counted"] = 1
+                if key is not None:
+                    self.counted.add(key)
+            self.messages.append(row)
+            for call in P.tool_call_rows(entry, row):
+                call.update(common)
+                call.update({
+                    "message_id": row["id"], "message_uuid": entry.entry_id,
+                    "is_active_path": 1, "created_at": self.created_at,
+                    "result_message_id": None, "result_preview": None, "is_error": 0,
+                    "exit_code": None, "duration_ms": None,
+                })
+                self.tool_calls.append(call)
+            if row["tool_call_count"] or row["role"] == "toolResult":
+                self.needs_pairing = True
+            self.added_messages += 1
+            table = "messages"
+        else:
+            row = P.entry_row(entry)
+            row.update(common)
+            row["created_at"] = self.created_at
+            row["is_active_path"] = 1
+            row["raw_hash"] = digest
+            self.entries.append(row)
+            self.added_entries += 1
+            table = "entries"
+        self.known[entry.entry_id] = [entry.parent_id, 1, digest, table]
+        self.changed = True
+        if len(self.messages) + len(self.entries) >= 500:
+            self.flush()
+
+    def _replace(self, entry_id: str, table: str) -> None:
+        """An entry came back with different JSON: the newest file's version
+        goes into the main tables, the previous one into entry_revisions."""
+        self.flush()
+        store = self.store
+        if table == "messages":
+            old = store.query(
+                "SELECT id, raw_json, content_blocks, call_key, usage_counted FROM messages "
+                "WHERE session_id = ? AND message_uuid = ?",
+                (self.session_id, entry_id),
+            )[0]
+            store.execute("DELETE FROM tool_calls WHERE message_id = ?", (old["id"],))
+            store.execute("DELETE FROM messages WHERE id = ?", (old["id"],))
+            if old["usage_counted"] and old["call_key"]:
+                self.counted.discard(old["call_key"])
+            raw, content = old["raw_json"], old["content_blocks"]
+            self.added_messages -= 1
+        else:
+            old = store.query(
+                "SELECT id, raw_json FROM entries WHERE session_id = ? AND entry_uuid = ?",
+                (self.session_id, entry_id),
+            )[0]
+            store.execute("DELETE FROM entries WHERE id = ?", (old["id"],))
+            raw, content = old["raw_json"], None
+            self.added_entries -= 1
+        store.insert_rows(
+            "entry_revisions",
+            [{
+                "session_id": self.session_id, "entry_uuid": entry_id, "raw_json": raw,
+                "content_blocks": content, "replaced_at": now_utc(), "replaced_by_file": self.source.path,
+            }],
+        )
+
+    def flush(self) -> None:
+        self.store.insert_rows("messages", self.messages)
+        self.store.insert_rows("tool_calls", self.tool_calls)
+        self.store.insert_rows("entries", self.entries)
+        self.messages, self.tool_calls, self.entries = [], [], []
+
+    def finish(self, state: P.ParseState) -> None:
+        """Derived fields: the session's newest file, active path, tool-result
+        pairing and totals."""
+        self.flush()
+        store = self.store
+        rank = _rank(self.source)
+        session = self.session
+        wins = session is None or rank >= (session["source_rank"] or "")
+        values: dict = {}
+        leaf = session["leaf_entry_id"] if session is not None else None
+        if wins:
+            values.update({
+                "source_rank": rank, "file_path": self.source.path,
+                "session_type": P.session_type_for(self.source.name),
+            })
+            if self.last_entry_id is not None:
+                leaf = self.last_entry_id
+                values["leaf_entry_id"] = leaf
+        header = state.header
+        if header is not None and (wins or session is None or session["header_json"] is None):
+            values.update({
+                "cwd": P._str(header.get("cwd"), 512),
+                "started_at": P.format_timestamp(header.get("timestamp")),
+                "version": P._int(header.get("version")) or 1,
+                "parent_session": P._str(header.get("parentSession") or header.get("branchedFrom"), 512),
+                "header_json": state.header_raw.decode("utf-8", "replace"),
+            })
+        if self.changed or (session is not None and leaf != session["leaf_entry_id"]):
+            self._mark_active_path(leaf)
+        if self.needs_pairing:
+            self._pair_tool_results()
+        if self.changed or session is None:
+            agg = store.query(
+                "SELECT COUNT(*), MIN(timestamp), MAX(timestamp), "
+                "SUM(input_tokens * usage_counted), SUM(output_tokens * usage_counted), "
+                "SUM(cache_read_tokens * usage_counted), SUM(cache_write_tokens * usage_counted), "
+                "SUM(total_tokens * usage_counted), SUM(cost_usd * usage_counted) "
+                "FROM messages WHERE session_id = ?",
+                (self.session_id,),
+            )[0]
+            values.update({
+                "message_count": agg[0], "first_message_at": agg[1], "last_message_at": agg[2],
+                "input_tokens": agg[3], "output_tokens": agg[4], "cache_read_tokens": agg[5],
+                "cache_write_tokens": agg[6], "total_tokens": agg[7], "cost_usd": agg[8],
+            })
+        if values:
+            values["updated_at"] = now_utc()
+            store.update("sessions", self.session_id, values)
+
+    def _mark_active_path(self, leaf: str | None) -> None:
+        parents = {eid: info[0] for eid, info in self.known.items()}
+        path = P.active_path(leaf, parents)
+        changes: dict[str, list] = {"messages": [], "entries": []}
+        for eid, info in self.known.items():
+            want = 1 if eid in path else 0
+            if info[1] != want:
+                info[1] = want
+                changes[info[3]].append((want, eid))
+        store = self.store
+        if changes["messages"]:
+            store.executemany(
+                "UPDATE messages SET is_active_path = ? WHERE session_id = ? AND message_uuid = ?",
+                [(w, self.session_id, e) for w, e in changes["messages"]],
+            )
+            store.executemany(
+                "UPDATE tool_calls SET is_active_path = ? WHERE session_id = ? AND message_uuid = ?",
+                [(w, self.session_id, e) for w, e in changes["messages"]],
+            )
+        if changes["entries"]:
+            store.executemany(
+                "UPDATE entries SET is_active_path = ? WHERE session_id = ? AND entry_uuid = ?",
+                [(w, self.session_id, e) for w, e in changes["entries"]],
+            )
+
+    def _pair_tool_results(self) -> None:
+        """Give each tool call its result (preview, error, exit code, duration)."""
+        store = self.store
+        calls = store.query(
+            "SELECT id, call_id FROM tool_calls WHERE session_id = ? AND result_message_id IS NULL "
+            "AND call_id IS NOT NULL",
+            (self.session_id,),
+        )
+        if not calls:
+            return
+        results: dict[str, tuple] = {}
+        for r in store.execute(
+            "SELECT id, tool_call_id, is_synthetic, text_preview, raw_json FROM messages "
+            "WHERE session_id = ? AND role = 'toolResult' AND tool_call_id IS NOT NULL ORDER BY is_synthetic, id",
+            (self.session_id,),
+        ):
+            if r[1] not in results:
+                results[r[1]] = (r[0], r[3], r[4])
+        updates = []
+        for call_id_row, call_id in calls:
+            found = results.get(call_id)
+            if found is None:
+                continue
+            try:
+                message = orjson.loads(found[2]).get("message") or {}
+            except (orjson.JSONDecodeError, AttributeError):
+                message = {}
+            failed, exit_code, duration = P.result_failed(message if isinstance(message, dict) else {})
+            updates.append((found[0], found[1], int(failed), exit_code, duration, call_id_row))
+        if updates:
+            store.executemany(
+                "UPDATE tool_calls SET result_message_id = ?, result_preview = ?, is_error = ?, "
+                "exit_code = ?, duration_ms = ? WHERE id = ?",
+                updates,
+            )
+
+
+def _read_at(f, start: int, length: int) -> bytes:
+    f.seek(start)
+    return f.read(length)
+
+
+def import_file(store: Store, source: SourceFile, previous, report: ImportReport) -> None:
+    """Read what is new in one transcript and store it in one transaction.
+
+    A file that only grew since the last run (its first bytes and the bytes
+    just before the recorded offset are unchanged) is read from that offset;
+    anything else is read whole and merged by entry id.
+    """
+    state = P.ParseState()
+    offset = 0
+    bad = pending = entries_read = 0
+    bytes_read = 0
+    head = b""  # first WINDOW bytes of the file, as far as read
+    tail = b""  # last WINDOW bytes before the consumed offset
+    append = False
+    with source.open() as f:
+        if previous is not None and previous["status"] == "success" and previous["parsed_offset"]:
+            old = previous["parsed_offset"]
+            if source.size >= old:
+                head = _read_at(f, 0, min(WINDOW, old))
+                tail = head if old <= WINDOW else _read_at(f, old - WINDOW, WINDOW)
+                bytes_read += len(head) + (0 if old <= WINDOW else len(tail))
+                if (P.short_hash(head) == previous["head_hash"]
+                        and P.short_hash(tail) == previous["tail_hash"]):
+                    append = True
+                    offset = old
+                    state = P.ParseState(
+                        session_id=previous["session_uuid"],
+                        legacy=bool(previous["legacy_format"]),
+                        next_line=previous["parsed_lines"] or 0,
+                        last_entry_id=previous["last_entry_id"],
+                    )
+                    bad = previous["bad_lines"] or 0
+                    entries_read = previous["entries_read"] or 0
+                else:
+                    head = tail = b""
+        parser = P.TranscriptParser(source.name, state)
+        f.seek(offset)
+        consumed_to = offset
+        writer: SessionWriter | None = None
+        leftover = b""
+        typed = append  # an appended file was already recognised as a transcript
+        saw_entries = False
+        while True:
+            chunk = f.read(CHUNK)
+            bytes_read += len(chunk)
+            if len(head) < WINDOW and consumed_to + len(leftover) == len(head):
+                head += chunk[: WINDOW - len(head)]
+            data = leftover + chunk if leftover else chunk
+            final = not chunk
+            result = parser.feed(data, final=final)
+            if result.consumed:
+                tail = (tail + data[max(0, result.consumed - WINDOW):result.consumed])[-WINDOW:]
+            consumed_to += result.consumed
+            leftover = data[result.consumed:]
+            bad += result.bad_lines
+            pending += result.pending_lines
+            if result.entries:
+                saw_entries = True
+                if writer is None:
+                    sid = state.session_id or P.session_id_from_name(source.name)
+                    writer = SessionWriter(store, source, sid)
+                for entry in result.entries:
+                    entries_read += 1
+                    if not typed and entry.type in KNOWN_TYPES:
+                        typed = True
+                    writer.add(entry)
+            if final:
+                break
+        if state.header is not None:
+            typed = True
+        if not typed and (bad or saw_entries):
+            raise NotATranscript("not an OpenClaw transcript: no session header and no known entry type")
+        if writer is None and state.header is not None:
+            writer = SessionWriter(store, source, state.session_id)
+        if writer is not None:
+            writer.finish(state)
+            report.messages_added += writer.added_messages
+            report.entries_added += writer.added_entries
+    report.bytes_read += bytes_read
+    report.bad_lines += bad - ((previous["bad_lines"] or 0) if append else 0)
+    report.pending_lines += pending
+    store.upsert_row(
+        "parsed_files",
+        {
+            "server": source.server, "agent_id": source.agent_id, "file_path": source.path,
+            "file_mtime": source.mtime_ns // 1_000_000_000, "file_mtime_ns": source.mtime_ns,
+            "file_size": source.size, "status": "success", "parsed_at": now_utc(), "error_message": None,
+            "session_uuid": state.session_id or (previous["session_uuid"] if previous is not None else None),
+            "session_type": P.session_type_for(source.name),
+            "parsed_offset": consumed_to, "parsed_lines": state.next_line,
+            "head_hash": P.short_hash(head[: min(WINDOW, consumed_to)]) if consumed_to else None,
+            "tail_hash": P.short_hash(tail) if consumed_to else None,
+            "last_entry_id": state.last_entry_id, "legacy_format": int(state.legacy),
+            "bad_lines": bad, "pending_lines": pending, "entries_read": entries_read,
+        },
+        ("server", "agent_id", "file_path"),
+    )
+
+
+def _record_problem(store: Store, source: SourceFile, status: str, message: str) -> None:
+    with store.transaction():
+        store.upsert_row(
+            "parsed_files",
+            {
+                "server": source.server, "agent_id": source.agent_id, "file_path": source.path,
+                "file_mtime": source.mtime_ns // 1_000_000_000, "file_mtime_ns": source.mtime_ns,
+                "file_size": source.size, "status": status, "parsed_at": now_utc(),
+                "error_message": message, "parsed_offset": 0, "parsed_lines": 0,
+                "head_hash": None, "tail_hash": None, "bad_lines": 0, "pending_lines": 0,
+            },
+            ("server", "agent_id", "file_path"),
+        )
+
+
+def import_index(store: Store, source: SourceFile) -> None:
+    """sessions.json: session key -> label, display name, channel, chat type..."""
+    with source.open() as f:
+        data = orjson.loads(f.read())
+    if not isinstance(data, dict):
+        raise NotATranscript("sessions.json is not a JSON object")
+    rows = []
+    for key, value in data.items():
+        if not isinstance(value, dict) or not isinstance(value.get("sessionId"), str):
+            continue
+        origin = value.get("origin") if isinstance(value.get("origin"), dict) else {}
+        rows.append({
+            "server": source.server, "agent_id": source.agent_id, "session_key": key[:255],
+            "session_uuid": value["sessionId"][:64],
+            "label": P._str(value.get("label"), 255),
+            "display_name": P._str(value.get("displayName"), 255),
+            "channel": P._str(value.get("channel") or value.get("lastChannel") or origin.get("provider"), 64),
+            "chat_type": P._str(value.get("chatType") or origin.get("chatType"), 32),
+            "spawned_by": P._str(value.get("spawnedBy"), 255),
+            "updated_at": P._int(value.get("updatedAt")),
+        })
+    for row in rows:
+        store.upsert_row("session_index", row, ("server", "agent_id", "session_key"))
+    store.upsert_row(
+        "parsed_files",
+        {
+            "server": source.server, "agent_id": source.agent_id, "file_path": source.path,
+            "file_mtime": source.mtime_ns // 1_000_000_000, "file_mtime_ns": source.mtime_ns,
+            "file_size": source.size, "status": "success", "parsed_at": now_utc(), "error_message": None,
+            "session_type": "index", "parsed_offset": source.size, "bad_lines": 0, "pending_lines": 0,
+        },
+        ("server", "agent_id", "file_path"),
+    )
+
+
+def apply_index(store: Store, server: str, agent_id: str) -> None:
+    """Copy sessions.json metadata onto the sessions it names (newest key wins)."""
+    index = store.query(
+        "SELECT * FROM session_index WHERE server = ? AND agent_id = ? ORDER BY updated_at, session_key",
+        (server, agent_id),
+    )
+    if not index:
+        return
+    latest = {row["session_uuid"]: row for row in index}
+    fields = ("session_key", "label", "display_name", "channel", "chat_type", "spawned_by")
+    updates = []
+    for s in store.query(
+        "SELECT id, session_uuid, " + ", ".join(fields) + " FROM sessions WHERE server = ? AND agent_id = ?",
+        (server, agent_id),
+    ):
+        row = latest.get(s["session_uuid"])
+        if row is None:
+            continue
+        values = tuple(row[f] for f in fields)
+        if values != tuple(s[f] for f in fields):
+            updates.append((*values, s["id"]))
+    if updates:
+        store.executemany(
+            "UPDATE sessions SET " + ", ".join(f"{f} = ?" for f in fields) + " WHERE id = ?", updates
+        )
+
+
+def _unchanged(source: SourceFile, previous) -> bool:
+    return (
+        previous is not None
+        and previous["status"] in ("success", "ignored")
+        and previous["file_size"] == source.size
+        and previous["file_mtime_ns"] == source.mtime_ns
+    )
+
+
+def run_import(
+    store: Store,
+    paths: list[str],
+    server: str | None = None,
+    agent: str | None = None,
+    progress: Callable[[list[SourceFile]], object] | None = None,
+) -> ImportReport:
+    """Import every transcript under ``paths``; one bad file never stops the others."""
+    started = time.perf_counter()
+    report = ImportReport()
+    found = discover(paths, server=server, agent=agent)
+    report.warnings.extend(found.warnings)
+    for message in found.errors:
+        report.failures.append(("", message))
+        report.files_failed += 1
+    known: dict[tuple[str, str], dict] = {}
+    touched: set[tuple[str, str]] = set()
+    files = found.files
+    iterator = progress(files) if progress else files
+    for source in iterator:
+        group = (source.server, source.agent_id)
+        if group not in known:
+            known[group] = store.parsed_files(*group)
+        previous = known[group].get(source.path)
+        if source.kind == "transcript":
+            report.files_seen += 1
+        if _unchanged(source, previous):
+            if source.kind == "transcript":
+                report.files_unchanged += 1
+                report.pending_lines += previous["pending_lines"] or 0
+            continue
+        try:
+            with store.transaction():
+                if source.kind == "index":
+                    import_index(store, source)
+                else:
+                    import_file(store, source, previous, report)
+            touched.add(group)
+            if source.kind == "transcript":
+                report.files_imported += 1
+        except NotATranscript as exc:
+            _record_problem(store, source, "ignored", str(exc))
+            report.files_ignored += 1
+        except (OSError, orjson.JSONDecodeError, UnicodeDecodeError) as exc:
+            reason = getattr(exc, "strerror", None) or str(exc).splitlines()[0]
+            message = f"cannot read {source.path}: {reason}"
+            _record_problem(store, source, "failed", message)
+            report.failures.append((source.path, message))
+            report.files_failed += 1
+    for group in sorted(touched):
+        with store.transaction():
+            apply_index(store, *group)
+    report.elapsed_s = time.perf_counter() - started
+    return report

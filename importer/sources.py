@@ -1,0 +1,182 @@
+"""Sources: where transcripts are, and their bytes.
+
+``discover()`` turns the paths a user names into :class:`SourceFile` objects
+(server, agent, path, size, mtime), listing each folder once. A PATH may be an
+OpenClaw state dir (``~/.openclaw``, ``~/.clawdbot``, ``~/.moltbot``), its
+``agents/`` folder, one agent's ``sessions/`` folder, a single transcript file,
+or a folder holding one such tree per server (each subfolder name is then the
+server name).
+
+Reading goes through :meth:`SourceFile.open`, so a remote source only has to
+provide listings and ranged reads.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+STATE_DIR_NAMES = (".openclaw", ".clawdbot", ".moltbot")
+INDEX_NAME = "sessions.json"
+_NEVER = (".lock", ".tmp", ".trajectory.jsonl", ".trajectory-path.json", ".acp-stream.jsonl", ".zst")
+
+
+def is_transcript_name(name: str) -> bool:
+    """Transcript files by name (FORMAT.md section 2): live files, renames
+    (.reset/.deleted), checkpoint and backup copies; never locks, temp files,
+    run traces or corrupt-marked files."""
+    if name.endswith(_NEVER) or ".corrupt" in name or name.startswith("."):
+        return False
+    return (
+        name.endswith(".jsonl")
+        or ".jsonl.reset." in name
+        or ".jsonl.deleted." in name
+        or ".jsonl.bak" in name
+    )
+
+
+def default_server_name() -> str:
+    return socket.gethostname().split(".")[0] or "local"
+
+
+@dataclass
+class SourceFile:
+    server: str
+    agent_id: str
+    path: str
+    size: int
+    mtime_ns: int
+    kind: str = "transcript"  # or "index" (sessions.json)
+
+    @property
+    def name(self) -> str:
+        return os.path.basename(self.path)
+
+    def open(self) -> BinaryIO:
+        return open(self.path, "rb")
+
+
+@dataclass
+class Discovery:
+    files: list[SourceFile]
+    warnings: list[str]
+    errors: list[str]
+
+
+def _is_dir(path: Path) -> bool:
+    try:
+        return path.is_dir()
+    except OSError:  # symlink loops, permission errors
+        return False
+
+
+def _state_agents_dir(path: Path) -> Path | None:
+    """The ``agents/`` folder of a state dir at or just inside ``path``."""
+    if _is_dir(path / "agents"):
+        return path / "agents"
+    for name in STATE_DIR_NAMES:
+        if _is_dir(path / name / "agents"):
+            return path / name / "agents"
+    return None
+
+
+def _has_transcripts(path: Path) -> bool:
+    try:
+        with os.scandir(path) as it:
+            return any(is_transcript_name(e.name) for e in it)
+    except OSError:
+        return False
+
+
+def _list_sessions_dir(server: str, agent: str, sessions: Path, out: Discovery) -> None:
+    try:
+        with os.scandir(sessions) as it:
+            entries = list(it)
+    except OSError as exc:
+        out.errors.append(f"cannot list {sessions}: {exc.strerror or exc}")
+        return
+    for entry in entries:
+        name = entry.name
+        if name == INDEX_NAME:
+            kind = "index"
+        elif is_transcript_name(name):
+            kind = "transcript"
+        else:
+            continue
+        try:
+            if not entry.is_file():
+                continue
+            st = entry.stat()
+        except OSError as exc:
+            out.errors.append(f"cannot stat {entry.path}: {exc.strerror or exc}")
+            continue
+        out.files.append(SourceFile(server, agent, os.path.abspath(entry.path), st.st_size, st.st_mtime_ns, kind))
+
+
+def _list_agents_dir(server: str, agents: Path, agent_filter: str | None, out: Discovery) -> None:
+    try:
+        names = sorted(e.name for e in os.scandir(agents) if e.is_dir())
+    except OSError as exc:
+        out.errors.append(f"cannot list {agents}: {exc.strerror or exc}")
+        return
+    for agent in names:
+        if agent_filter and agent != agent_filter:
+            continue
+        sessions = agents / agent / "sessions"
+        if _is_dir(sessions):
+            _list_sessions_dir(server, agent, sessions, out)
+
+
+def discover(paths: list[str], server: str | None = None, agent: str | None = None) -> Discovery:
+    """Find transcript files under each path (see the module docstring).
+
+    ``agent`` names the agent for a single file or a bare folder of
+    transcripts, and filters the agents of a larger tree.
+    """
+    out = Discovery([], [], [])
+    for raw in paths:
+        path = Path(raw).expanduser()
+        if not path.exists():
+            out.errors.append(f"no such file or folder: {path}")
+            continue
+        here = server or default_server_name()
+        if path.is_file():
+            parent = path.parent
+            name = agent or (parent.parent.name if parent.name == "sessions" else "pi")
+            st = path.stat()
+            out.files.append(SourceFile(here, name, str(path.resolve()), st.st_size, st.st_mtime_ns))
+            continue
+        agents_dir = _state_agents_dir(path)
+        if agents_dir is not None:
+            _list_agents_dir(here, agents_dir, agent, out)
+        elif path.name == "agents" or any(_is_dir(p / "sessions") for p in _subdirs(path)):
+            _list_agents_dir(here, path, agent, out)
+        elif path.name == "sessions" or _has_transcripts(path):
+            name = agent or (path.parent.name if path.name == "sessions" else path.name)
+            _list_sessions_dir(here, name, path, out)
+        else:
+            # One subfolder per server.
+            found = False
+            for sub in _subdirs(path):
+                sub_agents = _state_agents_dir(sub)
+                if sub_agents is None:
+                    out.warnings.append(f"skipped {sub}: no OpenClaw agents/ tree inside")
+                    continue
+                found = True
+                _list_agents_dir(server or sub.name, sub_agents, agent, out)
+            if not found:
+                out.errors.append(f"no OpenClaw transcripts found under {path}")
+    # Deterministic order: per server and agent, oldest file first, so the
+    # newest file's content and derived fields win whatever the run history.
+    out.files.sort(key=lambda f: (f.server, f.agent_id, f.kind == "index", f.mtime_ns, f.path))
+    return out
+
+
+def _subdirs(path: Path) -> list[Path]:
+    try:
+        return sorted(p for p in path.iterdir() if _is_dir(p))
+    except OSError:
+        return []

@@ -1,0 +1,126 @@
+"""Totals read back from the archive (``agentbase stats``).
+
+Token and cost sums count each model call once (``usage_counted = 1``): the
+copies OpenClaw's truncation recovery re-appends stay in the archive but are
+not paid twice. Days are UTC calendar days of the message timestamps.
+"""
+
+from __future__ import annotations
+
+from .store import Store
+
+SHELL_TOOLS = ("exec", "bash")
+GROUPS = {
+    None: ([], []),
+    "server": (["server"], ["server"]),
+    "agent": (["server", "agent_id"], ["server", "agent_id"]),
+    "day": (["substr(timestamp, 1, 10)"], ["day"]),
+}
+
+
+def _empty() -> dict:
+    return {
+        "sessions": 0,
+        "messages": 0,
+        "messages_by_role": {},
+        "tool_calls": 0,
+        "exec_calls": 0,
+        "messages_with_thinking": 0,
+        "usage": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 0, "cost_total": 0.0},
+    }
+
+
+def collect(store: Store, by: str | None = None) -> dict | list[dict]:
+    """Totals as one dict, or a list of dicts (one per group) when ``by`` is set."""
+    exprs, names = GROUPS[by]
+    select = "".join(f"{e} AS [{n}], " for e, n in zip(exprs, names))
+    group = (" GROUP BY " + ", ".join(exprs)) if exprs else ""
+    groups: dict[tuple, dict] = {}
+
+    def slot(row) -> dict:
+        key = tuple(row[n] for n in names)
+        if key not in groups:
+            groups[key] = _empty()
+            groups[key].update({n: v for n, v in zip(names, key)})
+        return groups[key]
+
+    u = "CASE WHEN usage_counted = 1 THEN {} ELSE 0 END"
+    for row in store.query(
+        f"SELECT {select}role, COUNT(*) AS n, SUM(has_thinking) AS thinking, "
+        f"SUM({u.format('COALESCE(input_tokens, 0)')}) AS input, "
+        f"SUM({u.format('COALESCE(output_tokens, 0)')}) AS output, "
+        f"SUM({u.format('COALESCE(cache_read_tokens, 0)')}) AS cache_read, "
+        f"SUM({u.format('COALESCE(cache_write_tokens, 0)')}) AS cache_write, "
+        f"SUM({u.format('COALESCE(total_tokens, 0)')}) AS total, "
+        f"SUM({u.format('COALESCE(cost_usd, 0)')}) AS cost "
+        f"FROM messages{group}{',' if group else ' GROUP BY'} role"
+    ):
+        t = slot(row)
+        t["messages"] += row["n"]
+        t["messages_by_role"][row["role"] or "(none)"] = row["n"]
+        t["messages_with_thinking"] += row["thinking"] or 0
+        usage = t["usage"]
+        usage["input"] += row["input"] or 0
+        usage["output"] += row["output"] or 0
+        usage["cacheRead"] += row["cache_read"] or 0
+        usage["cacheWrite"] += row["cache_write"] or 0
+        usage["totalTokens"] += row["total"] or 0
+        usage["cost_total"] += row["cost"] or 0.0
+    shell = ", ".join(f"'{name}'" for name in SHELL_TOOLS)
+    for row in store.query(
+        f"SELECT {select}COUNT(*) AS n, SUM(CASE WHEN tool_name IN ({shell}) THEN 1 ELSE 0 END) AS shell "
+        f"FROM tool_calls{group}"
+    ):
+        if row["n"]:
+            t = slot(row)
+            t["tool_calls"] += row["n"]
+            t["exec_calls"] += row["shell"] or 0
+    if by == "day":
+        for row in store.query(f"SELECT {select}COUNT(DISTINCT session_id) AS n FROM messages{group}"):
+            slot(row)["sessions"] = row["n"]
+    else:
+        for row in store.query(f"SELECT {select}COUNT(*) AS n FROM sessions{group}"):
+            if row["n"]:
+                slot(row)["sessions"] = row["n"]
+        for row in store.query(
+            f"SELECT {select}SUM(bad_lines) AS bad, SUM(pending_lines) AS pending, COUNT(*) AS files "
+            f"FROM parsed_files WHERE COALESCE(session_type, '') <> 'index'{group}"
+        ):
+            if row["files"]:
+                t = slot(row)
+                t["bad_lines"] = row["bad"] or 0
+                t["pending_lines"] = row["pending"] or 0
+                t["files"] = row["files"]
+    for t in groups.values():
+        t["usage"]["cost_total"] = round(t["usage"]["cost_total"], 8)
+        t.setdefault("bad_lines", 0)
+        t.setdefault("pending_lines", 0)
+        t.setdefault("files", 0)
+    if by is None:
+        return groups.get((), {**_empty(), "bad_lines": 0, "pending_lines": 0, "files": 0})
+    return [groups[k] for k in sorted(groups, key=lambda k: tuple("" if v is None else str(v) for v in k))]
+
+
+def format_table(totals: dict | list[dict], by: str | None) -> str:
+    """Human-readable totals."""
+    rows = totals if isinstance(totals, list) else [totals]
+    names = GROUPS[by][1]
+    header = names + ["sessions", "messages", "user", "assistant", "toolResult", "tool_calls", "exec",
+                      "thinking", "input", "output", "cacheRead", "cacheWrite", "totalTokens", "cost_usd"]
+    if by != "day":
+        header += ["bad", "pending"]
+    table = [header]
+    for t in rows:
+        roles = t["messages_by_role"]
+        u = t["usage"]
+        line = [str(t.get(n)) for n in names] + [
+            str(t["sessions"]), str(t["messages"]), str(roles.get("user", 0)), str(roles.get("assistant", 0)),
+            str(roles.get("toolResult", 0)), str(t["tool_calls"]), str(t["exec_calls"]),
+            str(t["messages_with_thinking"]), str(u["input"]), str(u["output"]), str(u["cacheRead"]),
+            str(u["cacheWrite"]), str(u["totalTokens"]), f"{u['cost_total']:.4f}",
+        ]
+        if by != "day":
+            line += [str(t["bad_lines"]), str(t["pending_lines"])]
+        table.append(line)
+    widths = [max(len(r[i]) for r in table) for i in range(len(header))]
+    return "\n".join("  ".join(c.rjust(w) for c, w in zip(r, widths)) for r in table)

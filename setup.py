@@ -1,0 +1,25 @@
+from setuptools import find_packages, setup
+
+setup(
+    name="agentbase",
+    version="0.1.0",
+    description="Archive, search and explore OpenClaw agent transcripts",
+    long_description=open("README.md", encoding="utf-8").read(),
+    long_description_content_type="text/markdown",
+    packages=find_packages(include=["importer", "importer.*", "datasette_agentbase", "datasette_agentbase.*"]),
+    package_data={"datasette_agentbase": ["templates/*.html", "static/*"]},
+    python_requires=">=3.10",
+    install_requires=[
+        "click>=8.1",
+        "orjson>=3.8",
+        "datasette>=0.65",
+        "markupsafe>=2.1",
+    ],
+    extras_require={
+        "test": ["pytest>=7", "hypothesis>=6"],
+    },
+    entry_points={
+        "console_scripts": ["agentbase=importer.cli:main"],
+        "datasette": ["agentbase=datasette_agentbase"],
+    },
+)
