@@ -392,8 +392,8 @@ def result_failed(message: dict) -> tuple[bool, int | None, int | None]:
 
 
 def is_synthetic(message: dict) -> bool:
-    provider = message.get("provider")
-    model = message.get("model")
+    provider = _str(message.get("provider"))
+    model = _str(message.get("model"))
     if provider in SYNTHETIC_PROVIDERS and model in SYNTHETIC_MODELS:
         return True
     if message.get("stopReason") == "injected":
