@@ -111,6 +111,8 @@ class SessionWriter:
                 eid: [parent, active, h, table] for eid, parent, active, h, table in store.session_entries(row["id"])
             }
             self.counted = store.counted_call_keys(row["id"])
+        self.rank = _rank(source)
+        self.wins = self.session is None or self.rank >= (self.session["source_rank"] or "")
         self.next_message_id = store.next_id("messages")
         self.messages: list[dict] = []
         self.tool_calls: list[dict] = []
@@ -128,6 +130,11 @@ class SessionWriter:
         known = self.known.get(entry.entry_id)
         if known is not None:
             if known[2] == digest:
+                return
+            if not self.wins:
+                # An older or lesser copy (backup, checkpoint) disagrees with the
+                # archive: keep its version aside, the archive's stays.
+                self._keep_revision(entry.entry_id, entry.raw.decode("utf-8", "replace"), None)
                 return
             self._replace(entry.entry_id, known[3])
         common = {
@@ -202,7 +209,17 @@ class SessionWriter:
             store.execute("DELETE FROM entries WHERE id = ?", (old["id"],))
             raw, content = old["raw_json"], None
             self.added_entries -= 1
-        store.insert_rows(
+        self._keep_revision(entry_id, raw, content)
+
+    def _keep_revision(self, entry_id: str, raw: str, content: str | None) -> None:
+        """Record a version of an entry that is not (or no longer) the archive's."""
+        self.flush()
+        if self.store.query(
+            "SELECT 1 FROM entry_revisions WHERE session_id = ? AND entry_uuid = ? AND raw_json = ?",
+            (self.session_id, entry_id, raw),
+        ):
+            return
+        self.store.insert_rows(
             "entry_revisions",
             [{
                 "session_id": self.session_id, "entry_uuid": entry_id, "raw_json": raw,
@@ -221,9 +238,9 @@ class SessionWriter:
         pairing and totals."""
         self.flush()
         store = self.store
-        rank = _rank(self.source)
+        rank = self.rank
         session = self.session
-        wins = session is None or rank >= (session["source_rank"] or "")
+        wins = self.wins
         values: dict = {}
         leaf = session["leaf_entry_id"] if session is not None else None
         if wins:
@@ -235,6 +252,12 @@ class SessionWriter:
                 leaf = self.last_entry_id
                 values["leaf_entry_id"] = leaf
         header = state.header
+        old_header = session["header_json"] if session is not None else None
+        if header is not None and old_header is not None:
+            new_header = state.header_raw.decode("utf-8", "replace")
+            if new_header != old_header:
+                # Keep the header that loses as a revision: every line stays rebuildable.
+                self._keep_revision("@header", old_header if wins else new_header, None)
         if header is not None and (wins or session is None or session["header_json"] is None):
             values.update({
                 "cwd": P._str(header.get("cwd"), 512),

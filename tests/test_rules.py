@@ -433,3 +433,24 @@ def test_newer_store_is_refused(tmp_path):
                           cwd=REPO, capture_output=True, text=True)
     assert proc.returncode == 1
     assert "newer than this AgentBase" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_backup_copy_adds_lost_entries_but_never_overrides_live(tmp_path):
+    sd = sessions_dir(tmp_path / "state")
+    objs = conversation(turns=2)
+    live = write(sd / f"{SID}.jsonl", objs)
+    # The backup holds an older version of one entry and an entry the live file lost.
+    old_version = dict(objs[2], timestamp="2026-04-05T00:00:00.000Z")
+    c = Chain(start=4000, parent=objs[1]["id"])
+    lost = c.user("only in the backup")
+    backup = write(sd / f"{SID}.jsonl.bak-123-456", [objs[0], objs[1], old_version, lost])
+    os.utime(live, ns=(2_000_000_000_000_000_000,) * 2)  # live is newer, but import the backup last
+    os.utime(backup, ns=(2_100_000_000_000_000_000,) * 2)
+    db = tmp_path / "a.db"
+    do_import(db, tmp_path / "state")
+    assert scalar(db, "SELECT COUNT(*) FROM messages") == 9
+    assert scalar(db, "SELECT timestamp FROM messages WHERE message_uuid = ?", (objs[2]["id"],)) \
+        == objs[2]["timestamp"].replace("T", " ").rstrip("Z")
+    assert [json.loads(r[0]) for r in rows(db, "SELECT raw_json FROM entry_revisions")] == [old_version]
+    assert scalar(db, "SELECT session_type || ' ' || leaf_entry_id FROM sessions") == f"normal {objs[-1]['id']}"
+    assert scalar(db, "SELECT is_active_path FROM messages WHERE message_uuid = ?", (lost["id"],)) == 0
