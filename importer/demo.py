@@ -223,6 +223,9 @@ _ZH_THINK = [
     "用户想让我检查{host}上的{svc}，先看一下服务状态。",
     "在修改之前最好先备份数据库，避免迁移出错。",
     "命令的退出码不是零，可能是路径在这台服务器上不存在。",
+    "输出太长了，只看包含错误的那几行就够了。",
+    "部署之前要确认{ver}的构建产物已经上传到服务器。",
+    "也许是磁盘满了，所以{svc}写不了日志。",
 ]
 
 _LOG_MSGS = [
@@ -244,11 +247,15 @@ _LOG_MSGS = [
 
 _CODE_SNIPPETS = [
     'def {fn}(self, {arg}):\n    """Return the {word} for {arg}, or None."""\n    if not {arg}:\n        return None\n'
-    '    result = self._client.get(f"/{word}s/{{{arg}}}", timeout={n})\n    logger.debug("{fn} -> %s", result)\n    return result\n',
-    "class {cls}:\n    def __init__(self, path, retries={d}):\n        self.path = path\n        self.retries = retries\n"
-    "        self._cache = {{}}\n\n    def load(self):\n        with open(self.path, 'rb') as fh:\n            return fh.read()\n",
-    "export async function {fn}({arg}: string): Promise<{cls}> {{\n  const res = await fetch(`/api/{word}s/${{{arg}}}`);\n"
-    "  if (!res.ok) throw new Error(`{word} lookup failed: ${{res.status}}`);\n  return (await res.json()) as {cls};\n}}\n",
+    '    result = self._client.get(f"/{word}s/{{{arg}}}", timeout={n})\n'
+    '    logger.debug("{fn} -> %s", result)\n    return result\n',
+    "class {cls}:\n    def __init__(self, path, retries={d}):\n        self.path = path\n"
+    "        self.retries = retries\n        self._cache = {{}}\n\n    def load(self):\n"
+    "        with open(self.path, 'rb') as fh:\n            return fh.read()\n",
+    "export async function {fn}({arg}: string): Promise<{cls}> {{\n"
+    "  const res = await fetch(`/api/{word}s/${{{arg}}}`);\n"
+    "  if (!res.ok) throw new Error(`{word} lookup failed: ${{res.status}}`);\n"
+    "  return (await res.json()) as {cls};\n}}\n",
     "{word}:\n  enabled: true\n  host: {host}\n  port: {port}\n  pool_size: {d}\n  timeout_ms: {n}\n",
     "for attempt in range({d}):\n    try:\n        return {fn}({arg})\n    except ConnectionError:\n"
     "        time.sleep(2 ** attempt)\nraise RuntimeError('{word} failed after retries')\n",
@@ -294,20 +301,24 @@ _FAILURES = {
     "git_status": [(128, "fatal: not a git repository (or any of the parent directories): .git")],
     "git_log": [(128, "fatal: your current branch 'main' does not have any commits yet")],
     "git_diff": [(128, "fatal: ambiguous argument 'HEAD~3': unknown revision or path not in the working tree.")],
-    "git_pull": [(1, "error: cannot pull with rebase: You have unstaged changes.\nerror: please commit or stash them.")],
+    "git_pull": [(1, "error: cannot pull with rebase: You have unstaged changes.\n"
+                     "error: please commit or stash them.")],
     "ls": [(2, "ls: cannot access '{path}': No such file or directory")],
     "empty": [(1, "rm: cannot remove '/tmp/build/.nfs0000000000{d}': Device or resource busy"),
               (1, "tar: /srv/releases/app-{ver}.tar.gz: Cannot open: No such file or directory")],
     "df": [(1, "df: /mnt/backup: Transport endpoint is not connected")],
     "du": [(1, "du: cannot read directory '/var/lib/docker/overlay2': Permission denied")],
-    "docker": [(1, "Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker daemon running?")],
+    "docker": [(1, "Cannot connect to the Docker daemon at unix:///var/run/docker.sock. "
+                   "Is the docker daemon running?")],
     "systemctl": [(3, "x {svc}.service - {svc} daemon\n     Active: failed (Result: exit-code)"),
                   (4, "Unit {svc}.service could not be found.")],
     "active": [(1, "Job for {svc}.service failed because the control process exited with error code.")],
     "curl": [(7, "curl: (7) Failed to connect to localhost port {port} after 0 ms: Connection refused")],
     "log": [(1, ""), (1, "tail: cannot open '/var/log/{svc}/error.log' for reading: No such file or directory")],
-    "build": [(1, "npm ERR! code ELIFECYCLE\nnpm ERR! errno 2\nnpm ERR! app@{ver} build: `vite build`\nnpm ERR! Exit status 2")],
-    "test": [(1, "FAILED tests/test_{mod}.py::test_{word}_roundtrip - AssertionError: assert {n} == {d}\n1 failed, {n} passed in 4.21s")],
+    "build": [(1, "npm ERR! code ELIFECYCLE\nnpm ERR! errno 2\nnpm ERR! app@{ver} build: `vite build`\n"
+                  "npm ERR! Exit status 2")],
+    "test": [(1, "FAILED tests/test_{mod}.py::test_{word}_roundtrip - AssertionError: assert {n} == {d}\n"
+                 "1 failed, {n} passed in 4.21s")],
     "code": [(1, "cat: src/{mod}.py: No such file or directory")],
     "psql": [(2, 'psql: error: connection to server at "localhost" (127.0.0.1), port 5432 failed: Connection refused')],
     "pip": [(1, "ERROR: Could not find a version that satisfies the requirement {word}-client==9.9.9")],
@@ -335,14 +346,19 @@ class _Corpus:
         self.zh_think = self._expand(_ZH_THINK, 12)
         self.log = [
             "%s %s [%s] %s" % (
-                _iso(END_MS - rnd.randrange(60 * DAY_MS)), rnd.choice(("INFO", "INFO", "INFO", "WARN", "ERROR", "DEBUG")),
+                _iso(END_MS - rnd.randrange(60 * DAY_MS)),
+                rnd.choice(("INFO", "INFO", "INFO", "WARN", "ERROR", "DEBUG")),
                 rnd.choice(_SERVICES), _fill(rnd.choice(_LOG_MSGS), self._slots()))
             for _ in range(3000)
         ]
         self.code = self._expand(_CODE_SNIPPETS, 80)
-        self.commands = [(_fill(t, self._slots()), kind, self._slots()) for t, kind in _EXEC_COMMANDS for _ in range(8)]
+        # (command, output kind, slots): the slots also fill that command's output and failure text
+        self.commands = []
+        for template, kind in _EXEC_COMMANDS:
+            for _ in range(8):
+                slots = self._slots()
+                self.commands.append((_fill(template, slots), kind, slots))
         self.scalable_commands = [c for c in self.commands if _KINDS[c[1]][3]]
-        self.small_commands = [c for c in self.commands if not _KINDS[c[1]][3]]
         self.kind_lines = {kind: self._expand(spec[1], 20) for kind, spec in _KINDS.items()}
         # md_lines: the body of web pages returned by web_fetch
         self.md_lines = (["## " + s.rstrip(".?") for s in self.en_assistant[:60]]
@@ -350,7 +366,8 @@ class _Corpus:
         self.avg = {name: sum(map(len, pool)) / len(pool) for name, pool in (
             ("log", self.log), ("code", self.code), ("md", self.md_lines),
             ("en_assistant", self.en_assistant), ("zh_assistant", self.zh_assistant),
-            ("en_think", self.en_think), ("zh_think", self.zh_think), ("en_user", self.en_user), ("zh_user", self.zh_user))}
+            ("en_think", self.en_think), ("zh_think", self.zh_think),
+            ("en_user", self.en_user), ("zh_user", self.zh_user))}
         self.kind_avg = {k: (sum(map(len, v)) / len(v) if v else 1.0) for k, v in self.kind_lines.items()}
 
     def _slots(self) -> dict:
@@ -358,7 +375,8 @@ class _Corpus:
         return {
             "host": r.choice(_HOSTS), "svc": r.choice(_SERVICES), "db": r.choice(_DBS), "path": r.choice(_PATHS),
             "mod": r.choice(_MODULES), "domain": r.choice(_DOMAINS), "size": r.choice(_SIZES),
-            "word": r.choice(_WORDS), "n": r.randint(2, 4000), "n2": r.randint(1_000, 400_000), "d": r.randint(1, 9), "d2": r.randint(0, 9), "pct": r.randint(61, 99),
+            "word": r.choice(_WORDS), "n": r.randint(2, 4000), "n2": r.randint(1_000, 400_000),
+            "d": r.randint(1, 9), "d2": r.randint(0, 9), "pct": r.randint(61, 99),
             "port": r.choice((80, 443, 3000, 5432, 6379, 8080, 8443, 9000, 18789)),
             "ver": "v%d.%d.%d" % (r.randint(0, 3), r.randint(0, 30), r.randint(0, 15)),
             "days": r.randint(3, 90), "sec": r.choice((10, 30, 60, 120)), "hex": _hex(r, 8), "hex7": _hex(r, 7),
@@ -454,7 +472,8 @@ _KINDS = {
     "docker": ("CONTAINER ID   IMAGE                 STATUS                   NAMES\n",
                ["{hex}{hex7}   {svc}:{ver}   Up {d} days (healthy)   {svc}-{d}",
                 "{hex}{hex7}   {svc}:latest   Exited (137) {d} hours ago   {svc}-old"], (2, 10), False, ""),
-    "systemctl": ("", ["* {svc}.service - {svc} daemon", "     Loaded: loaded (/etc/systemd/system/{svc}.service; enabled)",
+    "systemctl": ("", ["* {svc}.service - {svc} daemon",
+                       "     Loaded: loaded (/etc/systemd/system/{svc}.service; enabled)",
                        "     Active: active (running) since Fri 2026-11-2{d} 0{d}:1{d}:0{d} UTC; {d}h ago",
                        "   Main PID: {n} ({svc})", "      Tasks: {d}{d} (limit: 38287)", "     Memory: {n}.{d}M"],
                   (4, 8), False, ""),
@@ -469,7 +488,7 @@ _KINDS = {
     "test": ("============================= test session starts ==============================\n",
              ["tests/test_{mod}.py ........{d}....                                   [ {d}{d}%]",
               "tests/test_{word}.py::test_{fn} PASSED", "tests/test_{word}.py::test_{fn} SKIPPED (needs {svc})"],
-             (5, 40), True, "\n========================= {n} passed, {d} skipped in {d}.{d}{d}s ========================="),
+             (5, 40), True, "\n" + "=" * 25 + " {n} passed, {d} skipped in {d}.{d}{d}s " + "=" * 25),
     "code": ("", [], (10, 80), True, ""),
     "psql": (" status   | count\n----------+-------\n", [" done     | {n}", " failed   | {d}{d}", " queued   | {d}",
                                                          " running  | {d}"], (2, 4), False, "\n(4 rows)"),
@@ -479,16 +498,20 @@ _KINDS = {
     "kubectl": ("NAME                          READY   STATUS    RESTARTS   AGE   IP\n",
                 ["{svc}-{hex}-{hex7}   1/1     Running   {d}          {d}d    10.42.{d}.{n}",
                  "{svc}-{hex}-{hex7}   0/1     CrashLoopBackOff   {d}{d}   {d}h    10.42.{d}.{n}"], (3, 12), False, ""),
-    "uptime": ("", [" 1{d}:0{d}:2{d} up {d}{d} days,  {d}:{d}{d},  2 users,  load average: 0.{d}{d}, 0.{d}{d}, 0.{d}{d}",
+    "uptime": ("", [" 1{d}:0{d}:2{d} up {d}{d} days,  {d}:{d}{d},  2 users,  "
+                    "load average: 0.{d}{d}, 0.{d}{d}, 0.{d}{d}",
                     "               total        used        free      shared  buff/cache   available",
-                    "Mem:           {n}        {n}        {n}         {d}{d}        {n}        {n}"], (3, 3), False, ""),
+                    "Mem:           {n2}        {n}        {n}         {d}{d}        {n}        {n}"],
+               (3, 3), False, ""),
     "find": ("", ["./src/{mod}.py", "./tests/test_{mod}.py", "./scripts/{word}_{fn}.py", "./src/{word}/{mod}.py"],
              (3, 40), True, ""),
-    "crontab": ("# m h  dom mon dow   command\n", ["{d} 3 * * * /usr/local/bin/backup-{db}.sh >> /var/log/backup.log 2>&1",
+    "crontab": ("# m h  dom mon dow   command\n",
+                ["{d} 3 * * * /usr/local/bin/backup-{db}.sh >> /var/log/backup.log 2>&1",
                                                   "*/{d} * * * * /usr/bin/curl -fsS http://localhost:{port}/healthz"],
                 (1, 5), False, ""),
     "ps": ("USER         PID %CPU %MEM    VSZ   RSS TTY      STAT START   TIME COMMAND\n",
-           ["shenwei    {n}  {d}.{d2}  {d2}.{d} {n2} {n} ?        Ssl  Nov2{d2}  {d}:{d2}{d} {svc}"], (5, 15), False, ""),
+           ["shenwei    {n}  {d}.{d2}  {d2}.{d} {n2} {n} ?        Ssl  Nov2{d2}  {d}:{d2}{d} {svc}"],
+           (5, 15), False, ""),
 }
 
 
@@ -525,7 +548,8 @@ class _Profile:
 
 _PROFILE = _Profile()
 _PROFILE_BIG = _Profile(big_p=0.10, mid_p=0.15, max_steps=10)
-_PROFILE_DEMO = _Profile(image_p=0.04, image_b64=(20_000, 40_000), big_p=0.01, big_cap=80_000, answer=(120, 1500))
+_PROFILE_DEMO = _Profile(image_p=0.04, image_b64=(20_000, 40_000), big_p=0.01, big_cap=80_000, answer=(120, 1500),
+                         turn_gap_ms=(15_000, 900_000))
 _PROFILE_TINY = _Profile(image_p=0.0, big_p=0.0, mid_p=0.0, small_cap=300, max_steps=1, answer=(20, 160),
                          think=(30, 120), sig_bytes=(32, 64), turn_gap_ms=(5_000, 60_000), max_turns=1,
                          think_p=0.4, prefix=False, parallel_p=0.0, extras=False, note=(10, 40))
@@ -550,7 +574,8 @@ class _Plan:
         self.thinking = rnd.random() < 0.6
         self.thinking_level = rnd.choice(("low", "medium", "high")) if self.thinking else "off"
         self.lang = "zh" if rnd.random() < 0.55 else "en"
-        (self.channel, self.chat_type), = rnd.choices([(c, t) for c, t, _ in _CHANNELS], weights=[w for *_, w in _CHANNELS])
+        (self.channel, self.chat_type), = rnd.choices([(c, t) for c, t, _ in _CHANNELS],
+                                                      weights=[w for *_, w in _CHANNELS])
         self.spawned_by = "agent:main:main" if agent != "main" and rnd.random() < 0.25 else None
         if self.spawned_by:
             self.channel, self.chat_type = "internal", "direct"
@@ -561,6 +586,7 @@ class _Plan:
         self.switch_p = 0.05 if rnd.random() < 0.1 else 0.0  # mid-session model change
         self.force_fail = False   # demo: make sure the first exec exits non-zero
         self.force_image = False  # demo: make sure the first user message has an image
+        self.min_turns = 1        # demo: enough turns for a forced branch and compaction
 
 
 class _Session:
@@ -651,7 +677,8 @@ class _Session:
         else:
             inp, out, cr, cw = rnd.randint(1, 400), max(1, out_chars // 3 + rnd.randint(5, 60)), self.ctx, self.pending
         pi, po, pr, pw = self.price
-        cost = {"input": inp * pi / 1e6, "output": out * po / 1e6, "cacheRead": cr * pr / 1e6, "cacheWrite": cw * pw / 1e6}
+        cost = {"input": inp * pi / 1e6, "output": out * po / 1e6,
+                "cacheRead": cr * pr / 1e6, "cacheWrite": cw * pw / 1e6}
         cost["total"] = cost["input"] + cost["output"] + cost["cacheRead"] + cost["cacheWrite"]
         msg = {"role": "assistant", "content": blocks, "api": "anthropic-messages", "provider": self.provider,
                "model": self.model, "usage": {"input": inp, "output": out, "cacheRead": cr, "cacheWrite": cw,
@@ -666,7 +693,8 @@ class _Session:
     def _tool_result(self, call_id: str, name: str, text: str, details: dict | None, is_error: bool,
                      duration_ms: int) -> None:
         self.now += duration_ms
-        msg = {"role": "toolResult", "toolCallId": call_id, "toolName": name, "content": [{"type": "text", "text": text}]}
+        msg = {"role": "toolResult", "toolCallId": call_id, "toolName": name,
+               "content": [{"type": "text", "text": text}]}
         if details is not None:
             msg["details"] = details
         msg["isError"] = is_error
@@ -726,7 +754,8 @@ class _Session:
             result = ("Successfully wrote %d bytes to %s" % (len(body.encode()), path), None, False, rnd.randint(2, 40))
         elif r < 0.88:
             name = "process"
-            sid = "%s-%s" % (rnd.choice(("calm", "fast", "warm", "bold", "quiet")), rnd.choice(("river", "mist", "pine", "ember")))
+            sid = "%s-%s" % (rnd.choice(("calm", "fast", "warm", "bold", "quiet")),
+                             rnd.choice(("river", "mist", "pine", "ember")))
             out = c.tool_output(rnd.choice(("build", "test", "log")), min(size, 8_000))
             status = rnd.choice(("running", "completed"))
             args = {"action": "poll", "sessionId": sid}
@@ -759,7 +788,8 @@ class _Session:
             self.stats["nonzero_exits"] += 1
             if rnd.random() < 0.7:
                 text = (out + "\n\n" if out else "") + "(Command exited with code %d)" % code
-                details = {"status": "completed", "exitCode": code, "durationMs": duration, "aggregated": out, "cwd": cwd}
+                details = {"status": "completed", "exitCode": code, "durationMs": duration,
+                           "aggregated": out, "cwd": cwd}
             else:  # the other shape seen in real files
                 text = ((out + "\n\n") if out else "") + "Command exited with code %d" % code
                 details = {"status": "error", "tool": "exec", "error": text, "aggregated": ""}
@@ -797,8 +827,8 @@ class _Session:
         args = {"url": url, "extractMode": "markdown"}
         if rnd.random() < 0.08:
             code = rnd.choice((403, 404, 500, 503))
-            err = "Web fetch failed (%d): %s" % (code, {403: "Forbidden", 404: "Not Found", 500: "Internal Server Error",
-                                                       503: "Service Unavailable"}[code])
+            reason = {403: "Forbidden", 404: "Not Found", 500: "Internal Server Error", 503: "Service Unavailable"}
+            err = "Web fetch failed (%d): %s" % (code, reason[code])
             return args, (err, {"status": "error", "tool": "web_fetch", "error": err}, True, rnd.randint(80, 3_000))
         title = rnd.choice(c.md_lines[:60])[3:]
         text = "# %s\n\n%s" % (title, _repeat_to(rnd, c.md_lines, c.avg["md"], max(100, size), "\n\n"))
@@ -810,7 +840,8 @@ class _Session:
         text = self.c.user_text(self.p.lang)
         if self.prof.prefix and self.p.channel in ("feishu", "telegram", "discord"):
             local = time.strftime("%Y-%m-%d %H:%M", time.gmtime(self.now // 1000 + 8 * 3600))
-            text = "[%s %s | %s | %s GMT+8]\n%s" % (_CHANNEL_NAMES[self.p.channel], self.p.chat_type, self.p.sender, local, text)
+            text = "[%s %s | %s | %s GMT+8]\n%s" % (
+                _CHANNEL_NAMES[self.p.channel], self.p.chat_type, self.p.sender, local, text)
         return text
 
     # -- structure --------------------------------------------------------------------
@@ -842,7 +873,7 @@ class _Session:
             ncalls = 2 if rnd.random() < prof.parallel_p else 1
             calls = [self._tool_step(budget // ncalls) for _ in range(ncalls)]
             blocks += [blk for blk, _ in calls]
-            self._assistant(blocks, "toolUse", sum(len(orjson.dumps(b)) for b in blocks[-ncalls:]) + 200)
+            self._assistant(blocks, "toolUse", sum(len(orjson.dumps(b)) for b in blocks))
             for blk, (text, details, is_error, duration) in calls:
                 self._tool_result(blk["id"], blk["name"], text, details, is_error, duration)
             if self.size >= p.target and steps > 1:
@@ -880,7 +911,8 @@ class _Session:
             "\n".join("- " + s for s in rnd.choices(pool, k=rnd.randint(1, 4))))
         files = ["%s/src/%s.py" % (CWD, m) for m in rnd.sample(_MODULES, rnd.randint(1, 4))]
         self._tick(5_000, 40_000)
-        self._entry("compaction", {"summary": summary, "firstKeptEntryId": kept, "tokensBefore": self.ctx + self.pending,
+        self._entry("compaction", {"summary": summary, "firstKeptEntryId": kept,
+                                   "tokensBefore": self.ctx + self.pending,
                                    "details": {"readFiles": files, "modifiedFiles": files[:1]}, "fromHook": False})
         self.ctx = len(summary) // 3 + rnd.randint(8_000, 20_000)
         self.stats["compactions"] += 1
@@ -894,14 +926,15 @@ class _Session:
     def fill(self) -> None:
         """Write turns until the planned size is reached."""
         rnd, p = self.rnd, self.p
-        for _ in range(self.prof.max_turns):
+        for done in range(1, self.prof.max_turns + 1):
             self.turn()
-            if self.size >= p.target:
+            if self.size >= p.target and done >= p.min_turns:
                 break
             # at most one structural event per turn boundary, so a branch always starts at a user message
             if p.branch_p and not self.stats["branches"] and len(self.turns) >= 2 and rnd.random() < p.branch_p:
                 self.rewind()
-            elif p.compaction_p and not self.stats["compactions"] and len(self.turns) >= 3 and rnd.random() < p.compaction_p:
+            elif (p.compaction_p and not self.stats["compactions"] and len(self.turns) >= 3
+                  and rnd.random() < p.compaction_p):
                 self.compact()
             elif p.switch_p and rnd.random() < p.switch_p:
                 self.switch_model()
@@ -940,7 +973,8 @@ class _TreeWriter:
         rnd, p = self.rnd, session.p
         d = self._dir(server, p.agent)
         topic = rnd.randint(1, 9999)
-        reset_ms = session.now + rnd.randint(60_000, 3 * DAY_MS)
+        # renamed a while after the last line, but never after the fixed reference date
+        reset_ms = max(session.now + 1_000, min(session.now + rnd.randint(60_000, 3 * DAY_MS), END_MS - 60_000))
         if kind == "topic":
             name = "%s-topic-%d.jsonl" % (p.session_id, topic)
         elif kind == "reset":
@@ -977,7 +1011,8 @@ class _TreeWriter:
                 key = "agent:%s:%s:direct:%s" % (a, p.channel, p.sender)
             if kind == "topic":
                 key += ":topic:%d" % topic
-            label = self.rnd.choice(self.rnd.choice((_WORDS, _SERVICES))) + " " + self.rnd.choice(("fix", "deploy", "review", "cleanup", "排查", "部署"))
+            label = "%s %s" % (rnd.choice(rnd.choice((_WORDS, _SERVICES))),
+                               rnd.choice(("fix", "deploy", "review", "cleanup", "排查", "部署")))
             idx[key] = {
                 "sessionId": p.session_id,
                 "sessionFile": "%s/agents/%s/sessions/%s" % (STATE_DIR, a, name),
@@ -1045,7 +1080,8 @@ def generate_tree(root, target_bytes: int = 500 * MIB, seed: int = 0, servers=DE
         if big:
             target = rnd.randint(3 * MIB, 5 * MIB)
         else:
-            target = int(min(max(rnd.lognormvariate(math.log(78 * KIB), 0.9), 3 * KIB), 2 * MIB))  # files overshoot a little
+            # median 78 KiB planned: files overshoot their plan by part of a turn, landing near 85 KB
+            target = int(min(max(rnd.lognormvariate(math.log(78 * KIB), 0.9), 3 * KIB), 2 * MIB))
             target = max(3 * KIB, min(target, remaining))
         start = END_MS - window + rnd.randrange(window - DAY_MS)
         plan = _Plan(rnd, agent, start, target, _PROFILE_BIG if big else _PROFILE)
@@ -1077,7 +1113,7 @@ def generate_demo(root, seed: int = 0) -> dict:
     sizes[2] = max(sizes[2], 150 * KIB)  # room for a branch and a compaction
     week_start = END_MS - 7 * DAY_MS
     for i, ((server, agent), size) in enumerate(zip(slots, sizes)):
-        start = week_start + rnd.randrange(7 * DAY_MS - 12 * 3600_000)
+        start = week_start + rnd.randrange(7 * DAY_MS - 10 * 3600_000)  # sessions last a few hours at most
         plan = _Plan(rnd, agent, start, size, _PROFILE_DEMO)
         plan.branch_p = plan.compaction_p = 0.0
         kind = "normal"
@@ -1086,8 +1122,10 @@ def generate_demo(root, seed: int = 0) -> dict:
         elif i == 1:
             kind = "topic"
         elif i == 2:
+            # branch after turn 2 (rewinds to turn 1), compaction once 3 turns are on the path again
             plan.thinking, plan.thinking_level = True, "medium"
             plan.branch_p = plan.compaction_p = 1.0
+            plan.min_turns = 6
         elif i in (3, 7):
             plan.force_fail = True
         elif i == 4:

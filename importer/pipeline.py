@@ -120,7 +120,10 @@ class SessionWriter:
         self.added_messages = 0
         self.added_entries = 0
         self.changed = False
-        self.needs_pairing = False
+        self.next_call_id = store.next_id("tool_calls")
+        self.open_calls: dict[str, dict] = {}  # this file's calls still waiting for a result
+        self.flushed_calls: dict[str, int] = {}  # ... already written: call_id -> row id
+        self.late_results: dict[str, tuple] = {}  # results whose call is not in memory
         self.last_entry_id: str | None = None
         self.created_at = now_utc()
 
@@ -160,14 +163,17 @@ class SessionWriter:
             for call in P.tool_call_rows(entry, row):
                 call.update(common)
                 call.update({
-                    "message_id": row["id"], "message_uuid": entry.entry_id,
+                    "id": self.next_call_id, "message_id": row["id"], "message_uuid": entry.entry_id,
                     "is_active_path": 1, "created_at": self.created_at,
                     "result_message_id": None, "result_preview": None, "is_error": 0,
                     "exit_code": None, "duration_ms": None,
                 })
+                self.next_call_id += 1
                 self.tool_calls.append(call)
-            if row["tool_call_count"] or row["role"] == "toolResult":
-                self.needs_pairing = True
+                if call["call_id"] is not None:
+                    self.open_calls[call["call_id"]] = call
+            if row["role"] == "toolResult" and row["tool_call_id"] is not None:
+                self._result(row, entry.obj.get("message"))
             self.added_messages += 1
             table = "messages"
         else:
@@ -227,10 +233,33 @@ class SessionWriter:
             }],
         )
 
+    def _result(self, row: dict, message) -> None:
+        """Pair a tool result with its call: in memory when the call is in this
+        file (the usual case), else by an UPDATE when the file is finished."""
+        failed, exit_code, duration = P.result_failed(message if isinstance(message, dict) else {})
+        values = {"result_message_id": row["id"], "result_preview": row["text_preview"],
+                  "is_error": int(failed), "exit_code": exit_code, "duration_ms": duration}
+        call_id = row["tool_call_id"]
+        call = self.open_calls.get(call_id)
+        if call is not None:
+            call.update(values)
+            if not row["is_synthetic"]:
+                del self.open_calls[call_id]
+            return
+        if call_id in self.late_results and row["is_synthetic"]:
+            return  # a real result already arrived; the synthetic stand-in does not replace it
+        values["synthetic"] = row["is_synthetic"]
+        self.late_results[call_id] = values
+
     def flush(self) -> None:
         self.store.insert_rows("messages", self.messages)
         self.store.insert_rows("tool_calls", self.tool_calls)
         self.store.insert_rows("entries", self.entries)
+        if self.open_calls:
+            # Calls written before their result arrived: paired by UPDATE later.
+            for call_id, call in self.open_calls.items():
+                self.flushed_calls[call_id] = call["id"]
+            self.open_calls = {}
         self.messages, self.tool_calls, self.entries = [], [], []
 
     def finish(self, state: P.ParseState) -> None:
@@ -268,8 +297,7 @@ class SessionWriter:
             })
         if self.changed or (session is not None and leaf != session["leaf_entry_id"]):
             self._mark_active_path(leaf)
-        if self.needs_pairing:
-            self._pair_tool_results()
+        self._pair_remaining()
         if self.changed or session is None:
             agg = store.query(
                 "SELECT COUNT(*), MIN(timestamp), MAX(timestamp), "
@@ -313,41 +341,45 @@ class SessionWriter:
                 [(w, self.session_id, e) for w, e in changes["entries"]],
             )
 
-    def _pair_tool_results(self) -> None:
-        """Give each tool call its result (preview, error, exit code, duration)."""
+    def _pair_remaining(self) -> None:
+        """Pairs that could not be made in memory: results for calls already
+        written (earlier in this file or in an earlier run), and calls of this
+        file whose result was imported before them."""
         store = self.store
-        calls = store.query(
-            "SELECT id, call_id FROM tool_calls WHERE session_id = ? AND result_message_id IS NULL "
-            "AND call_id IS NOT NULL",
-            (self.session_id,),
-        )
-        if not calls:
-            return
-        results: dict[str, tuple] = {}
-        for r in store.execute(
-            "SELECT id, tool_call_id, is_synthetic, text_preview, raw_json FROM messages "
-            "WHERE session_id = ? AND role = 'toolResult' AND tool_call_id IS NOT NULL ORDER BY is_synthetic, id",
-            (self.session_id,),
-        ):
-            if r[1] not in results:
-                results[r[1]] = (r[0], r[3], r[4])
-        updates = []
-        for call_id_row, call_id in calls:
-            found = results.get(call_id)
-            if found is None:
-                continue
-            try:
-                message = orjson.loads(found[2]).get("message") or {}
-            except (orjson.JSONDecodeError, AttributeError):
-                message = {}
-            failed, exit_code, duration = P.result_failed(message if isinstance(message, dict) else {})
-            updates.append((found[0], found[1], int(failed), exit_code, duration, call_id_row))
-        if updates:
+        sets = ("UPDATE tool_calls SET result_message_id = ?, result_preview = ?, is_error = ?, "
+                "exit_code = ?, duration_ms = ? ")
+        if self.late_results:
+            # A real result replaces a synthetic "missing tool result"; never the reverse.
             store.executemany(
-                "UPDATE tool_calls SET result_message_id = ?, result_preview = ?, is_error = ?, "
-                "exit_code = ?, duration_ms = ? WHERE id = ?",
-                updates,
+                sets + "WHERE session_id = ? AND call_id = ? AND (result_message_id IS NULL OR ? = 0)",
+                [(v["result_message_id"], v["result_preview"], v["is_error"], v["exit_code"],
+                  v["duration_ms"], self.session_id, call_id, v["synthetic"])
+                 for call_id, v in self.late_results.items()],
             )
+        waiting = [c for c in self.flushed_calls if c not in self.late_results]
+        if not waiting:
+            return
+        updates = []
+        for i in range(0, len(waiting), 500):
+            batch = waiting[i:i + 500]
+            marks = ", ".join("?" for _ in batch)
+            seen = set()
+            for r in store.execute(
+                "SELECT id, tool_call_id, text_preview, raw_json FROM messages WHERE session_id = ? "
+                f"AND role = 'toolResult' AND tool_call_id IN ({marks}) ORDER BY is_synthetic, id",
+                (self.session_id, *batch),
+            ):
+                if r[1] in seen:
+                    continue
+                seen.add(r[1])
+                try:
+                    message = orjson.loads(r[3]).get("message")
+                except (orjson.JSONDecodeError, AttributeError):
+                    message = None
+                failed, exit_code, duration = P.result_failed(message if isinstance(message, dict) else {})
+                updates.append((r[0], r[2], int(failed), exit_code, duration, self.flushed_calls[r[1]]))
+        if updates:
+            store.executemany(sets + "WHERE id = ?", updates)
 
 
 def _read_at(f, start: int, length: int) -> bytes:

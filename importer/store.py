@@ -259,7 +259,11 @@ def open_store(url: str | None = None, migrate: bool = True) -> Store:
         path.parent.mkdir(parents=True, exist_ok=True)
         conn = sqlite3.connect(str(path), isolation_level=None, timeout=60, check_same_thread=False)
         conn.row_factory = sqlite3.Row
+        # Large pages: transcripts are mostly long values that would otherwise
+        # spill over many 4 KB overflow pages. Only takes effect on a new file.
+        conn.execute("PRAGMA page_size = 16384")
         conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA wal_autocheckpoint = 4096")
         conn.execute("PRAGMA synchronous = NORMAL")
         conn.execute("PRAGMA busy_timeout = 60000")
         conn.execute("PRAGMA cache_size = -65536")

@@ -454,3 +454,25 @@ def test_backup_copy_adds_lost_entries_but_never_overrides_live(tmp_path):
     assert [json.loads(r[0]) for r in rows(db, "SELECT raw_json FROM entry_revisions")] == [old_version]
     assert scalar(db, "SELECT session_type || ' ' || leaf_entry_id FROM sessions") == f"normal {objs[-1]['id']}"
     assert scalar(db, "SELECT is_active_path FROM messages WHERE message_uuid = ?", (lost["id"],)) == 0
+
+
+def test_tool_result_paired_across_flushes_and_runs(tmp_path):
+    sd = sessions_dir(tmp_path / "state")
+    c = Chain()
+    objs = [header()]
+    for i in range(260):  # > 500 entries: the writer flushes between a call and its result
+        objs.append(c.assistant([exec_call(f"call{i}", f"echo {i}")]))
+        objs.append(c.result(f"call{i}", f"out {i}", details={"exitCode": 2 if i == 249 else 0}))
+    objs.append(c.assistant([exec_call("last", "sleep 1")]))  # its result comes in the next run
+    path = write(sd / f"{SID}.jsonl", objs)
+    db = tmp_path / "a.db"
+    do_import(db, tmp_path / "state")
+    assert scalar(db, "SELECT COUNT(*) FROM tool_calls WHERE result_message_id IS NULL") == 1
+    assert scalar(db, "SELECT COUNT(*) FROM tool_calls t JOIN messages m ON m.id = t.result_message_id "
+                      "WHERE m.tool_call_id = t.call_id") == 260
+    assert rows(db, "SELECT call_id, exit_code, is_error FROM tool_calls WHERE is_error = 1") == [("call249", 2, 1)]
+    with open(path, "ab") as f:
+        f.write(line(c.result("last", "[openclaw] missing tool result in session history; inserted")))
+        f.write(line(c.result("last", "slept", details={"exitCode": 0, "durationMs": 1000})))
+    do_import(db, tmp_path / "state")
+    assert rows(db, "SELECT result_preview, duration_ms FROM tool_calls WHERE call_id = 'last'") == [("slept", 1000)]
