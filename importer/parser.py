@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import zlib
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Iterator
@@ -167,7 +168,9 @@ class Entry:
 
     @property
     def raw_hash(self) -> str:
-        return short_hash(self.raw)
+        """Tells whether an entry seen again changed: length and CRC-32 of its
+        line (a fast check; only ever compared for the same entry id)."""
+        return f"{len(self.raw):x}-{zlib.crc32(self.raw):08x}"
 
 
 @dataclass
