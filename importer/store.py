@@ -94,7 +94,10 @@ def _migration_initial(store: "Store") -> None:
             store.execute(d.create_index(table, name, columns))
 
 
-# Ordered and append-only: version N is MIGRATIONS[N-1].
+# Ordered and append-only: version N is MIGRATIONS[N-1]. schema.TABLES is always
+# the current schema, which migration 1 creates whole on a new store; a later
+# migration that adds columns must do so with ``store.ensure_columns`` (a no-op
+# where they already exist), so that new and upgraded stores end up the same.
 MIGRATIONS: list[tuple[str, Callable[["Store"], None]]] = [
     ("initial schema", _migration_initial),
 ]
@@ -172,6 +175,17 @@ class Store:
                 )
                 applied.append(name)
         return applied
+
+    def columns(self, table: str) -> list[str]:
+        return [r[1] for r in self.query(f"PRAGMA table_info([{table}])")]
+
+    def ensure_columns(self, table: str, names: Sequence[str]) -> None:
+        """Add the named columns (typed as in schema.TABLES) where missing."""
+        have = set(self.columns(table))
+        kinds = dict(schema.TABLES[table])
+        for name in names:
+            if name not in have:
+                self.execute(f"ALTER TABLE [{table}] ADD COLUMN [{name}] {self.dialect.column_type(kinds[name])}")
 
     # -- reads the pipeline needs ---------------------------------------------
 
