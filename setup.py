@@ -14,6 +14,7 @@ setup(
         "orjson>=3.8",
         "datasette>=0.65",
         "markupsafe>=2.1",
+        "pymysql>=1.1",
     ],
     extras_require={
         "test": ["pytest>=7", "hypothesis>=6"],

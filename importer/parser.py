@@ -64,6 +64,17 @@ def is_copy(name: str) -> bool:
     return session_type_for(name) in ("checkpoint", "backup")
 
 
+ID_CHARS = 64
+
+
+def clamp_id(value: str) -> str:
+    """Ids are at most 64 characters in every store; a longer one (never seen
+    in real files) keeps a readable prefix and a hash, so it stays unique."""
+    if len(value) <= ID_CHARS:
+        return value
+    return value[:40] + "~" + hashlib.blake2b(value.encode("utf-8", "surrogatepass"), digest_size=11).hexdigest()
+
+
 def session_id_from_name(name: str) -> str:
     """Session id for a header-less file: the file-name stem."""
     stem = name
@@ -73,8 +84,8 @@ def session_id_from_name(name: str) -> str:
             stem = stem[:pos]
     m = _TS_UUID_RE.match(stem)
     if m:
-        return m.group("id")
-    return stem
+        return clamp_id(m.group("id"))
+    return clamp_id(stem)
 
 
 # ---------------------------------------------------------------------------
@@ -126,18 +137,26 @@ def format_timestamp(value: Any) -> str | None:
     if isinstance(value, str):
         s = value.strip()
         # Fast path: the canonical '2026-04-28T05:47:07.929Z'.
-        if len(s) == 24 and s[10] == "T" and s[23] == "Z" and s[19] == ".":
-            if s[:4].isdigit() and s[5:7].isdigit() and s[8:10].isdigit():
-                return f"{s[:10]} {s[11:23]}"
+        if len(s) == 24 and s[10] == "T" and s[23] == "Z" and s[19] == "." and s[4] == s[7] == "-":
+            try:
+                # days past the 28th go the slow way, which knows month lengths
+                if (1000 <= int(s[:4]) and 1 <= int(s[5:7]) <= 12 and 1 <= int(s[8:10]) <= 28
+                        and int(s[11:13]) < 24 and int(s[14:16]) < 60 and int(s[17:19]) < 60
+                        and s[20:23].isdigit() and s[13] == s[16] == ":"):
+                    return f"{s[:10]} {s[11:23]}"
+            except ValueError:
+                pass
         try:
             dt = datetime.fromisoformat(s.replace("Z", "+00:00"))
-        except ValueError:
+            if dt.tzinfo is not None:
+                dt = dt.astimezone(timezone.utc).replace(tzinfo=None)
+        except (ValueError, OverflowError):
             return None
-        if dt.tzinfo is not None:
-            dt = dt.astimezone(timezone.utc).replace(tzinfo=None)
+        if not 1000 <= dt.year <= 9999:  # the range every store's DATETIME holds
+            return None
         return dt.strftime("%Y-%m-%d %H:%M:%S.") + f"{dt.microsecond // 1000:03d}"
     ms = _num(value)
-    if ms is None or not (0 <= ms < 253402300800000):  # up to year 9999
+    if ms is None or not (0 <= ms < 253402300800000):  # 1970 to year 9999
         return None
     dt = datetime.fromtimestamp(ms / 1000.0, tz=timezone.utc)
     return dt.strftime("%Y-%m-%d %H:%M:%S.") + f"{dt.microsecond // 1000:03d}"
@@ -253,7 +272,7 @@ class TranscriptParser:
             state.header = obj
             state.header_raw = raw
             sid = _str(obj.get("id"))
-            state.session_id = sid if sid else session_id_from_name(self.file_name)
+            state.session_id = clamp_id(sid) if sid else session_id_from_name(self.file_name)
             version = _int(obj.get("version"))
             state.version = version if version is not None else 1
             state.legacy = version is None or version <= 1
@@ -261,16 +280,16 @@ class TranscriptParser:
         if state.session_id is None:
             state.session_id = session_id_from_name(self.file_name)
         entry_id = _str(obj.get("id"))
-        if not entry_id:
-            entry_id = f"@{index}"
+        entry_id = clamp_id(entry_id) if entry_id else f"@{index}"
         if "parentId" in obj:
             parent = _str(obj.get("parentId"))
+            parent = clamp_id(parent) if parent else None
         elif state.legacy:
             parent = state.last_entry_id
         else:
             parent = None
         result.entries.append(
-            Entry(entry_id, parent, etype if isinstance(etype, str) else None, index, obj, raw)
+            Entry(entry_id, parent, etype[:64] if isinstance(etype, str) else None, index, obj, raw)
         )
         state.last_entry_id = entry_id
         return True

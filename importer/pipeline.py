@@ -20,8 +20,8 @@ from typing import Callable
 import orjson
 
 from . import parser as P
-from .sources import SourceFile, discover
-from .store import Store, now_utc
+from .sources import Discovery, SourceFile, SourceLost, discover
+from .store import RowRejected, Store, now_utc
 
 log = logging.getLogger("agentbase")
 
@@ -63,6 +63,11 @@ class ImportReport:
             "bytes_read": self.bytes_read,
             "elapsed_s": round(self.elapsed_s, 4),
         }
+
+    def add(self, other: "ImportReport") -> None:
+        """Add a committed file's figures (not its file counters)."""
+        for name in ("messages_added", "entries_added", "bad_lines", "pending_lines", "bytes_read"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
 
     def summary(self) -> str:
         return (
@@ -564,6 +569,32 @@ def apply_index(store: Store, server: str, agent_id: str) -> None:
         )
 
 
+def _import_one(store: Store, source: SourceFile, attempts: int = 5) -> "ImportReport":
+    """One file in one transaction, retried when the engine asks for it
+    (a deadlock); the figures count only the attempt that committed."""
+    for attempt in range(attempts):
+        part = ImportReport()
+        try:
+            with store.transaction():
+                # Read again under the write lock: another importer may have
+                # taken this file since the listing.
+                previous = store.parsed_file(source.server, source.agent_id, source.path)
+                if source.kind == "index":
+                    import_index(store, source)
+                elif _unchanged(source, previous):
+                    part.files_unchanged = 1
+                else:
+                    import_file(store, source, previous, part)
+            return part
+        except Exception as exc:
+            if attempt + 1 < attempts and store.retryable(exc):
+                log.info("retrying %s after %s", source.path, exc)
+                time.sleep(0.05 * (attempt + 1))
+                continue
+            raise
+    raise AssertionError("unreachable")
+
+
 def _unchanged(source: SourceFile, previous) -> bool:
     return (
         previous is not None
@@ -579,8 +610,13 @@ def run_import(
     server: str | None = None,
     agent: str | None = None,
     progress: Callable[[list[SourceFile]], object] | None = None,
+    sources: Discovery | None = None,
 ) -> ImportReport:
-    """Import every transcript under ``paths``; one bad file never stops the others."""
+    """Import every transcript under ``paths``; one bad file never stops the others.
+
+    ``sources``, when given, is an already made listing (a remote server's,
+    see remote.py) imported instead of discovering ``paths``.
+    """
     started = time.perf_counter()
     report = ImportReport()
     # Parsed transcripts are millions of short-lived containers; the cyclic
@@ -588,14 +624,14 @@ def run_import(
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _run(store, paths, server, agent, progress, report, started)
+        return _run(store, paths, server, agent, progress, report, started, sources)
     finally:
         if gc_was_enabled:
             gc.enable()
 
 
-def _run(store, paths, server, agent, progress, report, started) -> ImportReport:
-    found = discover(paths, server=server, agent=agent)
+def _run(store, paths, server, agent, progress, report, started, sources=None) -> ImportReport:
+    found = sources if sources is not None else discover(paths, server=server, agent=agent)
     report.warnings.extend(found.warnings)
     for message in found.errors:
         report.failures.append(("", message))
@@ -617,18 +653,24 @@ def _run(store, paths, server, agent, progress, report, started) -> ImportReport
                 report.pending_lines += previous["pending_lines"] or 0
             continue
         try:
-            with store.transaction():
-                if source.kind == "index":
-                    import_index(store, source)
-                else:
-                    import_file(store, source, previous, report)
+            part = _import_one(store, source)
+            report.add(part)
             touched.add(group)
             if source.kind == "transcript":
-                report.files_imported += 1
+                if part.files_unchanged:
+                    report.files_unchanged += 1
+                else:
+                    report.files_imported += 1
+        except SourceLost as exc:
+            # The connection went away: this file (rolled back) and the ones
+            # after it stay as recorded, for the next run.
+            report.failures.append((source.path, str(exc)))
+            report.files_failed += 1
+            break
         except NotATranscript as exc:
             _record_problem(store, source, "ignored", str(exc))
             report.files_ignored += 1
-        except (OSError, orjson.JSONDecodeError, UnicodeDecodeError) as exc:
+        except (OSError, orjson.JSONDecodeError, UnicodeDecodeError, RowRejected) as exc:
             reason = getattr(exc, "strerror", None) or str(exc).splitlines()[0]
             message = f"cannot read {source.path}: {reason}"
             _record_problem(store, source, "failed", message)

@@ -19,7 +19,7 @@ TABLES: dict[str, list[tuple[str, str]]] = {
         ("id", "pk"),
         ("server", "str:32"),
         ("agent_id", "str:64"),
-        ("file_path", "str:512"),
+        ("file_path", "str:1024"),
         ("file_mtime", "bigint"),  # seconds since the epoch (the design's column)
         ("file_mtime_ns", "bigint"),  # exact, for change detection
         ("file_size", "bigint"),
@@ -43,7 +43,7 @@ TABLES: dict[str, list[tuple[str, str]]] = {
         ("server", "str:32"),
         ("agent_id", "str:64"),
         ("session_uuid", "str:64"),
-        ("file_path", "str:512"),  # the newest file holding the session
+        ("file_path", "str:1024"),  # the newest file holding the session
         ("session_type", "str:32"),  # normal / topic / reset / deleted / checkpoint / backup
         ("cwd", "str:512"),
         ("started_at", "datetime"),
@@ -161,7 +161,7 @@ TABLES: dict[str, list[tuple[str, str]]] = {
         ("raw_json", "json"),
         ("content_blocks", "json"),
         ("replaced_at", "datetime"),
-        ("replaced_by_file", "str:512"),
+        ("replaced_by_file", "str:1024"),
     ],
     # sessions.json: sessionKey -> session metadata, per agent.
     "session_index": [

@@ -59,6 +59,14 @@ class SourceFile:
         return open(self.path, "rb")
 
 
+class SourceLost(Exception):
+    """The connection behind a source went away mid-run (a remote server).
+
+    The file being read is rolled back; it and the files after it from the
+    same source are left for the next run with their recorded state untouched.
+    """
+
+
 @dataclass
 class Discovery:
     files: list[SourceFile]

@@ -58,14 +58,14 @@ def collect(store: Store, by: str | None = None) -> dict | list[dict]:
         t = slot(row)
         t["messages"] += row["n"]
         t["messages_by_role"][row["role"] or "(none)"] = row["n"]
-        t["messages_with_thinking"] += row["thinking"] or 0
+        t["messages_with_thinking"] += int(row["thinking"] or 0)
         usage = t["usage"]
-        usage["input"] += row["input"] or 0
-        usage["output"] += row["output"] or 0
-        usage["cacheRead"] += row["cache_read"] or 0
-        usage["cacheWrite"] += row["cache_write"] or 0
-        usage["totalTokens"] += row["total"] or 0
-        usage["cost_total"] += row["cost"] or 0.0
+        usage["input"] += int(row["input"] or 0)
+        usage["output"] += int(row["output"] or 0)
+        usage["cacheRead"] += int(row["cache_read"] or 0)
+        usage["cacheWrite"] += int(row["cache_write"] or 0)
+        usage["totalTokens"] += int(row["total"] or 0)
+        usage["cost_total"] += float(row["cost"] or 0.0)
     shell = ", ".join(f"'{name}'" for name in SHELL_TOOLS)
     for row in store.query(
         f"SELECT {select}COUNT(*) AS n, SUM(CASE WHEN tool_name IN ({shell}) THEN 1 ELSE 0 END) AS shell "
@@ -74,7 +74,7 @@ def collect(store: Store, by: str | None = None) -> dict | list[dict]:
         if row["n"]:
             t = slot(row)
             t["tool_calls"] += row["n"]
-            t["exec_calls"] += row["shell"] or 0
+            t["exec_calls"] += int(row["shell"] or 0)
     if by == "day":
         for row in store.query(f"SELECT {select}COUNT(DISTINCT session_id) AS n FROM messages{group}"):
             slot(row)["sessions"] = row["n"]
@@ -88,8 +88,8 @@ def collect(store: Store, by: str | None = None) -> dict | list[dict]:
         ):
             if row["files"]:
                 t = slot(row)
-                t["bad_lines"] = row["bad"] or 0
-                t["pending_lines"] = row["pending"] or 0
+                t["bad_lines"] = int(row["bad"] or 0)
+                t["pending_lines"] = int(row["pending"] or 0)
                 t["files"] = row["files"]
     for t in groups.values():
         t["usage"]["cost_total"] = round(t["usage"]["cost_total"], 8)

@@ -1,9 +1,12 @@
 """The system of record: the only module that speaks SQL.
 
 ``open_store(url)`` returns a :class:`Store` on the embedded SQLite file (the
-zero-setup default) or on the file a ``sqlite:///path`` URL names. Dialect
-differences (DDL types, placeholders, upsert syntax) live in :class:`Dialect`
-so that other back ends plug in without ``if`` branches elsewhere.
+zero-setup default), on the file a ``sqlite:///path`` URL names, or on MariaDB
+(``mysql://user:password@host:port/database``, through pymysql). The rest of
+the code writes one SQL text (``?`` placeholders, ``[name]`` quoting); what
+differs between the engines (DDL types, placeholders, quoting, upserts,
+catalog look-ups, locking) is named in :class:`Dialect` and the two
+``Store`` classes, not scattered as ``if mysql:`` branches.
 
 Schema changes are an ordered list of migrations recorded in ``_migrations``;
 a store written by a newer AgentBase is refused instead of being misread.
@@ -12,7 +15,10 @@ a store written by a newer AgentBase is refused instead of being misread.
 from __future__ import annotations
 
 import os
+import re
 import sqlite3
+import threading
+from urllib.parse import unquote, urlsplit
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
@@ -44,7 +50,6 @@ class Dialect:
     """How one SQL engine spells the things that differ."""
 
     name = "sqlite"
-    placeholder = "?"
     types = {
         "pk": "INTEGER PRIMARY KEY",
         "int": "INTEGER",
@@ -72,7 +77,7 @@ class Dialect:
 
     def upsert(self, table: str, columns: Sequence[str], key: Sequence[str]) -> str:
         cols = ", ".join(f"[{c}]" for c in columns)
-        marks = ", ".join(self.placeholder for _ in columns)
+        marks = ", ".join("?" for _ in columns)
         updates = ", ".join(f"[{c}] = excluded.[{c}]" for c in columns if c not in key)
         return (
             f"INSERT INTO [{table}] ({cols}) VALUES ({marks}) "
@@ -81,8 +86,54 @@ class Dialect:
 
     def insert(self, table: str, columns: Sequence[str]) -> str:
         cols = ", ".join(f"[{c}]" for c in columns)
-        marks = ", ".join(self.placeholder for _ in columns)
+        marks = ", ".join("?" for _ in columns)
         return f"INSERT INTO [{table}] ({cols}) VALUES ({marks})"
+
+
+class MariaDBDialect(Dialect):
+    """MariaDB/MySQL: utf8mb4 with binary collation (ids and paths compare
+    exactly, as in SQLite), DATETIME(3), LONGTEXT for JSON, DOUBLE for money
+    (DECIMAL(12,8) would round real sub-cent costs such as 7.77e-09 away)."""
+
+    name = "mariadb"
+    types = {
+        "pk": "BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY",
+        "int": "INT",
+        "bigint": "BIGINT",
+        "bool": "TINYINT",
+        "text": "LONGTEXT",
+        "json": "LONGTEXT",
+        "datetime": "DATETIME(3)",
+        "decimal": "DOUBLE",
+        "float": "DOUBLE",
+    }
+    table_options = " ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin ROW_FORMAT=DYNAMIC"
+
+    def column_type(self, abstract: str) -> str:
+        if abstract.startswith("str:"):
+            return f"VARCHAR({int(abstract[4:])})"
+        return self.types[abstract]
+
+    def create_table(self, table, columns, uniques):
+        return super().create_table(table, columns, uniques) + self.table_options
+
+    def upsert(self, table: str, columns: Sequence[str], key: Sequence[str]) -> str:
+        cols = ", ".join(f"[{c}]" for c in columns)
+        marks = ", ".join("?" for _ in columns)
+        updates = ", ".join(f"[{c}] = VALUES([{c}])" for c in columns if c not in key)
+        return f"INSERT INTO [{table}] ({cols}) VALUES ({marks}) ON DUPLICATE KEY UPDATE {updates}"
+
+    def insert(self, table: str, columns: Sequence[str]) -> str:
+        cols = ", ".join(f"[{c}]" for c in columns)
+        marks = ", ".join("?" for _ in columns)
+        return f"INSERT INTO [{table}] ({cols}) VALUES ({marks})"
+
+    _BRACKETS = re.compile(r"\[(\w+)\]")
+
+    def translate(self, sql: str) -> str:
+        """The project's SQL text -> pymysql's: backquotes, %s placeholders."""
+        sql = self._BRACKETS.sub(r"`\1`", sql)
+        return sql.replace("%", "%%").replace("?", "%s")
 
 
 def _migration_initial(store: "Store") -> None:
@@ -104,14 +155,35 @@ MIGRATIONS: list[tuple[str, Callable[["Store"], None]]] = [
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
-class Store:
-    """A connection to the archive plus the handful of queries the pipeline needs."""
+class RowRejected(StoreError):
+    """The engine refused a value of one file (too large, out of range...):
+    that file fails with this message, the others go on."""
 
-    def __init__(self, conn: sqlite3.Connection, dialect: Dialect, location: str):
+
+class RowTooLarge(RowRejected):
+    """One value does not fit the engine's packet limit."""
+
+
+class Store:
+    """A connection to the archive plus the handful of queries the pipeline needs.
+
+    This class is the embedded SQLite store; :class:`MariaDBStore` overrides
+    the plumbing for MariaDB.
+    """
+
+    def __init__(self, conn, dialect: Dialect, location: str):
         self.conn = conn
         self.dialect = dialect
         self.location = location
         self._in_tx = False
+
+    @property
+    def kind(self) -> str:
+        return self.dialect.name
+
+    def retryable(self, exc: BaseException) -> bool:
+        """Whether a failed file transaction may simply be run again."""
+        return False
 
     # -- plumbing -----------------------------------------------------------
 
@@ -166,6 +238,7 @@ class Store:
             self.execute(
                 "CREATE TABLE IF NOT EXISTS _migrations (version INTEGER PRIMARY KEY, name TEXT, applied_at TEXT)"
             )
+            current = self.schema_version()  # another process may have migrated meanwhile
             for version in range(current + 1, SCHEMA_VERSION + 1):
                 name, step = MIGRATIONS[version - 1]
                 step(self)
@@ -194,6 +267,13 @@ class Store:
             "SELECT * FROM parsed_files WHERE server = ? AND agent_id = ?", (server, agent_id)
         )
         return {row["file_path"]: row for row in rows}
+
+    def parsed_file(self, server: str, agent_id: str, file_path: str):
+        rows = self.query(
+            "SELECT * FROM parsed_files WHERE server = ? AND agent_id = ? AND file_path = ?",
+            (server, agent_id, file_path),
+        )
+        return rows[0] if rows else None
 
     def session(self, server: str, agent_id: str, session_uuid: str) -> sqlite3.Row | None:
         rows = self.query(
@@ -252,13 +332,239 @@ class Store:
         self.execute(f"UPDATE [{table}] SET {sets} WHERE id = ?", (*values.values(), row_id))
 
 
+class Row:
+    """A result row addressable by position and by column name (as sqlite3.Row)."""
+
+    __slots__ = ("_values", "_index")
+
+    def __init__(self, values: tuple, index: dict[str, int]):
+        self._values = values
+        self._index = index
+
+    def __getitem__(self, key):
+        if isinstance(key, (int, slice)):
+            return self._values[key]
+        return self._values[self._index[key]]
+
+    def __iter__(self):
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def keys(self) -> list[str]:
+        return list(self._index)
+
+    def __repr__(self) -> str:
+        return f"Row({dict(zip(self._index, self._values))!r})"
+
+
+# pymysql error codes
+_DEADLOCK, _LOCK_WAIT = 1213, 1205
+_PACKET_TOO_LARGE = 1153
+_BAD_VALUE = {1264, 1292, 1366, 1406, 3140}  # out of range, bad datetime/string, too long, bad JSON
+_GONE = {2006, 2013, 2055, 0}
+
+
+class MariaDBStore(Store):
+    """MariaDB through pymysql. Writers serialise on a named lock per
+    transaction, so two importers running at once behave as one run after the
+    other (ids stay dense, nothing is doubled), and a killed connection
+    releases it (and rolls its transaction back) at once."""
+
+    def __init__(self, conn, location: str, database: str):
+        super().__init__(conn, MariaDBDialect(), location)
+        self.database = database
+        self.lock_name = f"agentbase:{database}"[:64]
+        self.max_packet = int(self._plain("SELECT @@max_allowed_packet")[0][0])
+
+    def _error(self, exc: Exception) -> Exception:
+        import pymysql
+
+        code = exc.args[0] if exc.args and isinstance(exc.args[0], int) else None
+        if isinstance(exc, pymysql.err.InterfaceError) or code in _GONE:
+            return StoreError(f"lost the connection to MariaDB ({self.location}): {_first_line(exc)}")
+        if code == _PACKET_TOO_LARGE:
+            return RowTooLarge(
+                f"a value is larger than MariaDB's max_allowed_packet ({self.max_packet // 2**20} MB): "
+                "raise it (SET GLOBAL max_allowed_packet=1073741824) and run again"
+            )
+        if code in _BAD_VALUE:
+            return RowRejected(f"MariaDB refused a value: {_first_line(exc)}")
+        return exc
+
+    def _plain(self, sql: str):
+        with self.conn.cursor() as cur:
+            cur.execute(sql)
+            return cur.fetchall()
+
+    def execute(self, sql: str, params: Sequence[Any] = ()):
+        import pymysql
+
+        cur = self.conn.cursor()
+        try:
+            cur.execute(self.dialect.translate(sql), tuple(params))
+        except pymysql.MySQLError as exc:
+            raise self._error(exc) from None
+        return cur
+
+    def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
+        import pymysql
+
+        rows = list(rows)
+        if not rows:
+            return
+        try:
+            with self.conn.cursor() as cur:
+                cur.executemany(self.dialect.translate(sql), rows)
+        except pymysql.MySQLError as exc:
+            raise self._error(exc) from None
+
+    def query(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
+        cur = self.execute(sql, params)
+        try:
+            if cur.description is None:
+                return []
+            index = {d[0]: i for i, d in enumerate(cur.description)}
+            return [Row(values, index) for values in cur.fetchall()]
+        finally:
+            cur.close()
+
+    def insert_rows(self, table: str, rows: list[dict]) -> None:
+        limit = self.max_packet - 65536
+        for row in rows:
+            size = sum(len(v) for v in row.values() if isinstance(v, str))
+            if size * 4 > limit and sum(len(v.encode()) for v in row.values() if isinstance(v, str)) > limit:
+                raise RowTooLarge(
+                    f"an entry of {size / 2**20:.1f} MB does not fit MariaDB's max_allowed_packet "
+                    f"({self.max_packet // 2**20} MB): raise it (SET GLOBAL max_allowed_packet=1073741824) "
+                    "and run again"
+                )
+        super().insert_rows(table, rows)
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        import pymysql
+
+        try:
+            got = self._plain(f"SELECT GET_LOCK('{self.lock_name}', 3600)")[0][0]
+            if got != 1:
+                raise StoreError(f"could not get the write lock on {self.location}")
+            self.conn.begin()
+        except pymysql.MySQLError as exc:
+            raise self._error(exc) from None
+        self._in_tx = True
+        try:
+            yield
+        except BaseException:
+            try:
+                self.conn.rollback()
+            except pymysql.MySQLError:
+                pass  # the server rolls back a transaction whose connection is gone
+            raise
+        else:
+            try:
+                self.conn.commit()
+            except pymysql.MySQLError as exc:
+                raise self._error(exc) from None
+        finally:
+            self._in_tx = False
+            try:
+                self._plain(f"SELECT RELEASE_LOCK('{self.lock_name}')")
+            except pymysql.MySQLError:
+                pass
+
+    def retryable(self, exc: BaseException) -> bool:
+        import pymysql
+
+        return isinstance(exc, pymysql.err.OperationalError) and exc.args[:1] in ((_DEADLOCK,), (_LOCK_WAIT,))
+
+    def schema_version(self) -> int:
+        exists = self.query(
+            "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = DATABASE() "
+            "AND table_name = '_migrations'"
+        )
+        if not exists[0][0]:
+            return 0
+        return self.query("SELECT MAX(version) FROM _migrations")[0][0] or 0
+
+    def columns(self, table: str) -> list[str]:
+        return [
+            r[0]
+            for r in self.query(
+                "SELECT column_name FROM information_schema.columns WHERE table_schema = DATABASE() "
+                "AND table_name = ? ORDER BY ordinal_position",
+                (table,),
+            )
+        ]
+
+    def close(self) -> None:
+        try:
+            self.conn.close()
+        except Exception:  # already gone
+            pass
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc.args[1]) if len(exc.args) > 1 else str(exc)
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def mask_url(url: str) -> str:
+    """A database URL with its password replaced by ***."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
+    return parts._replace(netloc=netloc).geturl()
+
+
+def _open_mariadb(url: str) -> MariaDBStore:
+    import pymysql
+    from pymysql.constants import FIELD_TYPE
+    from pymysql.converters import conversions
+
+    parts = urlsplit(url)
+    database = unquote(parts.path.lstrip("/"))
+    if not database:
+        raise StoreError("the MariaDB URL names no database: mysql://user@host:3306/agentbase")
+    password = unquote(parts.password) if parts.password is not None else os.environ.get("AGENTBASE_DB_PASSWORD", "")
+    conv = dict(conversions)
+    # Datetimes come back as the same text the SQLite store holds.
+    conv[FIELD_TYPE.DATETIME] = str
+    conv[FIELD_TYPE.TIMESTAMP] = str
+    conv[FIELD_TYPE.NEWDECIMAL] = float
+    host, port = parts.hostname or "127.0.0.1", parts.port or 3306
+    try:
+        conn = pymysql.connect(
+            host=host, port=port, user=unquote(parts.username or "root"), password=password,
+            database=database, charset="utf8mb4", autocommit=True, conv=conv,
+            connect_timeout=10, read_timeout=3600, write_timeout=3600, max_allowed_packet=2**30,
+        )
+        conn.query("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED")
+        conn.query("SET SESSION sql_mode = 'STRICT_TRANS_TABLES,NO_ENGINE_SUBSTITUTION'")
+    except pymysql.MySQLError as exc:
+        raise StoreError(f"cannot connect to MariaDB at {host}:{port}/{database}: {_first_line(exc)}") from None
+    return MariaDBStore(conn, mask_url(url), database)
+
+
 def open_store(url: str | None = None, migrate: bool = True) -> Store:
-    """Open the archive at ``url`` (``sqlite:///path``) or the embedded default."""
+    """Open the archive at ``url`` (``sqlite:///path``, ``mysql://...``) or the embedded default."""
+    if url and url.split("://", 1)[0] in ("mysql", "mariadb", "mysql+pymysql"):
+        store = _open_mariadb(url)
+        if migrate:
+            try:
+                store.migrate()
+            except BaseException:
+                store.close()
+                raise
+        return store
     if url and "://" in url:
         scheme, _, rest = url.partition("://")
         if scheme != "sqlite":
             raise StoreError(
-                f"unsupported database URL scheme {scheme!r}: use sqlite:///path/to/file.db"
+                f"unsupported database URL scheme {scheme!r}: use sqlite:///path/to/file.db "
+                "or mysql://user@host:3306/database"
             )
         # sqlite:///abs/path.db and sqlite:////abs/path.db both mean /abs/path.db.
         if not rest:

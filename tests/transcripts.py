@@ -38,7 +38,8 @@ class Chain:
         self.minute += 1
         obj = {"type": type_, "id": eid,
                "parentId": self.parent if parent is True else (parent or None),
-               "timestamp": f"2026-04-05T02:{self.minute // 60:02d}:{self.minute % 60:02d}.000Z"}
+               "timestamp": f"2026-04-05T{2 + self.minute // 3600:02d}:{self.minute // 60 % 60:02d}:"
+                            f"{self.minute % 60:02d}.000Z"}
         obj.update(fields)
         self.parent = eid
         return obj
@@ -152,3 +153,15 @@ def rebuild_lines(db: Path) -> dict[tuple[str, str], dict]:
     for sid, raw in rows(db, "SELECT session_uuid, header_json FROM sessions WHERE header_json IS NOT NULL"):
         out[(sid, "header")] = json.loads(raw)
     return out
+
+
+def dump_store(url: str) -> dict[str, list[tuple]]:
+    """Like dump(), through the store API: works for SQLite and MariaDB URLs."""
+    from importer.store import open_store
+
+    store = open_store(url)
+    try:
+        return {t: sorted((tuple(r) for r in store.query(f"SELECT {cols} FROM {t}")), key=repr)
+                for t, cols in CONTENT_TABLES.items()}
+    finally:
+        store.close()

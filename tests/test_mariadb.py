@@ -1,0 +1,158 @@
+"""MariaDB as the system of record: same rows as the embedded store, safe
+under concurrent importers and a killed connection (real server on 3306)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pymysql
+import pytest
+
+from importer.store import StoreError, open_store
+from transcripts import (
+    SID, Chain, conversation, dump, dump_store, header, line, sessions_dir, write,
+)
+import synthetic
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def cli(*args, check=False):
+    return subprocess.run([sys.executable, "-m", "importer", *args], cwd=REPO, capture_output=True, text=True,
+                          check=check)
+
+
+def _connect(url):
+    from urllib.parse import urlsplit
+
+    p = urlsplit(url)
+    return pymysql.connect(host=p.hostname, port=p.port, user=p.username, password=p.password or "",
+                           database=p.path.lstrip("/"), autocommit=True)
+
+
+def test_same_rows_as_embedded_store(tmp_path, mariadb_url):
+    root = tmp_path / "tree"
+    synthetic.build(root)
+    sqlite_url = f"sqlite:///{tmp_path / 'a.db'}"
+    a = cli("import", str(root), "--db", sqlite_url)
+    b = cli("import", str(root), "--db", mariadb_url)
+    assert a.returncode == b.returncode
+    assert dump_store(mariadb_url) == dump_store(sqlite_url)
+    assert json.loads(cli("stats", "--db", mariadb_url, "--json").stdout) == \
+        json.loads(cli("stats", "--db", sqlite_url, "--json").stdout)
+    # Chinese, emoji and raw U+2028 survive utf8mb4 as they are.
+    store = open_store(mariadb_url)
+    try:
+        assert store.query("SELECT COUNT(*) FROM messages WHERE text_preview LIKE ?", ("%\u2028%",))[0][0] >= 1
+    finally:
+        store.close()
+
+
+def test_rerun_migrations_is_a_no_op_and_newer_store_refused(mariadb_url):
+    store = open_store(mariadb_url)
+    assert store.migrate() == []
+    version = store.schema_version()
+    store.execute("INSERT INTO _migrations (version, name, applied_at) VALUES (?, ?, ?)",
+                  (version + 1, "from the future", "2030-01-01"))
+    store.close()
+    with pytest.raises(StoreError, match="newer than this AgentBase"):
+        open_store(mariadb_url)
+    proc = cli("stats", "--db", mariadb_url)
+    assert proc.returncode == 1 and "newer than this AgentBase" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_unreachable_server_is_one_clear_line():
+    proc = cli("stats", "--db", "mysql://root:secret-pw@127.0.0.1:1/nothing")
+    assert proc.returncode == 1
+    assert "cannot connect to MariaDB at 127.0.0.1:1/nothing" in proc.stderr
+    assert "secret-pw" not in proc.stderr and "Traceback" not in proc.stderr
+
+
+def _big_tree(root: Path, files: int = 6, turns: int = 400) -> Path:
+    sd = sessions_dir(root)
+    for n in range(files):
+        sid = f"{n:08x}-0000-4000-8000-000000000000"
+        write(sd / f"{sid}.jsonl", conversation(sid=sid, turns=turns))
+    return root
+
+
+def test_two_concurrent_importers_equal_one_run(tmp_path, mariadb_url, mariadb_server):
+    root = _big_tree(tmp_path / "tree")
+    # the reference: one run into the embedded store
+    assert cli("import", str(root), "--server", "s", "--db", f"sqlite:///{tmp_path / 'one.db'}").returncode == 0
+    # make sure the schema exists so both start importing at once
+    open_store(mariadb_url).close()
+    cmd = [sys.executable, "-m", "importer", "import", str(root), "--server", "s", "--db", mariadb_url, "-q"]
+    procs = [subprocess.Popen(cmd, cwd=REPO, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    outs = [p.communicate(timeout=300) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], [o[1][-300:] for o in outs]
+    assert dump_store(mariadb_url) == dump_store(f"sqlite:///{tmp_path / 'one.db'}")
+
+
+def test_killed_connection_mid_import(tmp_path, mariadb_url):
+    root = _big_tree(tmp_path / "tree", files=4, turns=2500)
+    reference = f"sqlite:///{tmp_path / 'ref.db'}"
+    assert cli("import", str(root), "--server", "s", "--db", reference).returncode == 0
+    open_store(mariadb_url).close()
+    database = mariadb_url.rsplit("/", 1)[1]
+    admin = _connect(mariadb_url)
+    killed = False
+    proc = subprocess.Popen([sys.executable, "-m", "importer", "import", str(root), "--server", "s",
+                             "--db", mariadb_url, "-q"], cwd=REPO, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 60
+    while time.time() < deadline and proc.poll() is None:
+        with admin.cursor() as cur:
+            cur.execute("SELECT COUNT(*) FROM parsed_files")
+            done = cur.fetchone()[0]
+            cur.execute("SELECT id FROM information_schema.processlist WHERE db = %s AND id <> CONNECTION_ID()",
+                        (database,))
+            ids = [r[0] for r in cur.fetchall()]
+            if done >= 1 and ids:
+                for i in ids:
+                    cur.execute(f"KILL {int(i)}")
+                killed = True
+                break
+        time.sleep(0.02)
+    _, err = proc.communicate(timeout=120)
+    assert killed, "the import finished before its connection could be killed"
+    assert proc.returncode == 1
+    assert "lost the connection to MariaDB" in err and "Traceback" not in err
+    # consistent: every file either wholly in or not at all
+    with admin.cursor() as cur:
+        cur.execute("SELECT COUNT(*) FROM parsed_files")
+        files_done = cur.fetchone()[0]
+        cur.execute("SELECT COUNT(*) FROM messages")
+        messages = cur.fetchone()[0]
+    assert 1 <= files_done < 4
+    assert messages == files_done * 2500 * 4
+    admin.close()
+    assert cli("import", str(root), "--server", "s", "--db", mariadb_url).returncode == 0
+    assert dump_store(mariadb_url) == dump_store(reference)
+
+
+def test_line_larger_than_max_allowed_packet_fails_that_file_clearly(tmp_path, mariadb_url, mariadb_server):
+    with mariadb_server.cursor() as cur:
+        cur.execute("SELECT @@max_allowed_packet")
+        limit = cur.fetchone()[0]
+    sd = sessions_dir(tmp_path / "state")
+    write(sd / f"{SID}.jsonl", conversation(turns=1))
+    c = Chain()
+    huge = [header("0d0d0d0d-0000-4000-8000-000000000000"), c.user("x" * (limit + 1024))]
+    write(sd / "0d0d0d0d-0000-4000-8000-000000000000.jsonl", huge)
+    proc = cli("import", str(tmp_path / "state"), "--server", "s", "--db", mariadb_url)
+    assert proc.returncode == 1
+    assert "max_allowed_packet" in proc.stderr and "Traceback" not in proc.stderr
+    store = open_store(mariadb_url)
+    try:
+        assert store.query("SELECT COUNT(*) FROM messages")[0][0] == 4
+        status = {r[0].rsplit("/", 1)[1][:8]: (r[1], r[2] is not None)
+                  for r in store.query("SELECT file_path, status, error_message FROM parsed_files")}
+        assert status == {SID[:8]: ("success", False), "0d0d0d0d": ("failed", True)}
+    finally:
+        store.close()
