@@ -15,6 +15,9 @@ setup(
         "datasette>=0.65",
         "markupsafe>=2.1",
         "pymysql>=1.1",
+        "zstandard>=0.20",
+        "paramiko>=3.4",
+        "PyYAML>=6.0",
     ],
     extras_require={
         "test": ["pytest>=7", "hypothesis>=6"],

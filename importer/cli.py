@@ -14,6 +14,7 @@ from . import __version__, stats as stats_mod
 from .pipeline import run_import
 from .sources import STATE_DIR_NAMES
 from .store import StoreError, default_db_path, open_store
+from .config import default_config_path
 
 DB_HELP = (
     "Archive URL: sqlite:///path/to/file.db (env AGENTBASE_DB). "
@@ -68,14 +69,25 @@ def cli(verbose: bool) -> None:
 @click.option("--demo", is_flag=True, help="Import the generated demo transcripts (no real data needed).")
 @click.option("--json-summary", is_flag=True, help="Print the run's summary as one JSON object on stdout.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar and no summary line.")
-def import_(paths, server, agent, db, demo, json_summary, quiet):
-    """Import transcripts from PATHS (default: ~/.openclaw).
+@click.option("--config", "config_file", type=click.Path(dir_okay=False),
+              help="Import from the servers of this config file (default, when no PATH is given: "
+              "$AGENTBASE_CONFIG or ~/.config/agentbase/config.yml if it exists); --server and --agent "
+              "then pick a configured server and narrow the agents.")
+def import_(paths, server, agent, db, demo, json_summary, quiet, config_file):
+    """Import transcripts from PATHS (default: the config file's servers, else ~/.openclaw).
 
     A PATH may be an OpenClaw state dir, its agents/ folder, one agent's
     sessions/ folder, one transcript file, or a folder holding one such tree
     per server. Files seen before are read only if they changed, and then only
     their new bytes when they just grew.
     """
+    if config_file is None and not paths and not demo and default_config_path().is_file():
+        config_file = str(default_config_path())
+    if config_file is not None:
+        if paths or demo:
+            raise click.UsageError("give PATHs (or --demo) or --config, not both")
+        _config_run(config_file, server, agent, db, json_summary, quiet, export=False)
+        return
     paths = list(paths)
     if demo:
         paths = _demo_paths() + paths
@@ -132,6 +144,31 @@ def _run_with_bar(store, paths, server, agent, progress):
 
 @cli.command()
 @click.option("--db", envvar="AGENTBASE_DB", help=DB_HELP)
+@click.option("-o", "--output", type=click.Path(dir_okay=False),
+              help="Snapshot file (default: snapshot.db beside the embedded store).")
+@click.option("--timezone", "zone", envvar="AGENTBASE_TIMEZONE",
+              help="IANA time zone for the day and local_time columns (default: this machine's).")
+@click.option("-q", "--quiet", is_flag=True, help="No summary line.")
+def export(db, output, zone, quiet):
+    """Build the read-only SQLite snapshot (full-text index, local days,
+    indexes, counts file) that Datasette serves; replaced atomically."""
+    from .export import export_snapshot
+
+    store = _open(db)
+    try:
+        report = export_snapshot(store, output, timezone=zone)
+    except StoreError as exc:
+        raise click.ClickException(str(exc)) from None
+    except OSError as exc:
+        raise click.ClickException(f"cannot write the snapshot: {exc.strerror or exc}") from None
+    finally:
+        store.close()
+    if not quiet:
+        click.echo(report.summary(), err=True)
+
+
+@cli.command()
+@click.option("--db", envvar="AGENTBASE_DB", help=DB_HELP)
 @click.option("--json", "as_json", is_flag=True, help="One JSON object (a list of them with --by).")
 @click.option("--by", type=click.Choice(["server", "agent", "day"]), help="Totals per server, agent or UTC day.")
 def stats(db, as_json, by):
@@ -146,6 +183,107 @@ def stats(db, as_json, by):
         click.echo(orjson.dumps(totals).decode())
     else:
         click.echo(stats_mod.format_table(totals, by))
+
+
+@cli.command()
+@click.option("--config", "config_file", type=click.Path(dir_okay=False),
+              help="Config file (default: $AGENTBASE_CONFIG, else ~/.config/agentbase/config.yml).")
+@click.option("--db", envvar="AGENTBASE_DB", help="Archive URL; overrides the config file's database.")
+@click.option("--json-summary", is_flag=True, help="Print the import summary as one JSON object on stdout.")
+@click.option("-q", "--quiet", is_flag=True, help="Only errors (for cron).")
+def sync(config_file, db, json_summary, quiet):
+    """Import from every configured server, then export the snapshot: the
+    one command for cron. A second run while one is in progress exits at once."""
+    _config_run(config_file, None, None, db, json_summary, quiet, export=True)
+
+
+def _config_run(config_file, server, agent, db, json_summary, quiet, export):
+    """`import --config` and `sync`: every configured server under one lock;
+    one unreachable server never stops the others."""
+    from .config import ConfigError, load_config
+    from .sync import AlreadyRunning, export_after_sync, import_from_config, lock_path, run_lock
+
+    try:
+        config = load_config(config_file)
+        if server is not None:
+            config.server(server)
+    except ConfigError as exc:
+        raise click.ClickException(str(exc)) from None
+    store = _open(db or config.database)
+    show_bar = not quiet and not json_summary and sys.stderr.isatty()
+
+    def bars(name):
+        def wrap(files):
+            def each():
+                with click.progressbar(files, label=f"importing {name}", file=sys.stderr, show_pos=True) as bar:
+                    yield from bar
+            return each()
+        return wrap
+
+    snapshot = None
+    try:
+        with run_lock(lock_path(store)):
+            report = import_from_config(store, config, server=server, agent=agent,
+                                        progress=bars if show_bar else None)
+            if export:
+                snapshot = export_after_sync(store, config)
+    except AlreadyRunning as exc:
+        raise click.ClickException(str(exc)) from None
+    except StoreError as exc:
+        raise click.ClickException(str(exc)) from None
+    finally:
+        store.close()
+    for result in report.servers:
+        for warning in result.report.warnings:
+            click.echo(f"warning: {warning}", err=True)
+        if result.error is not None:
+            click.echo(f"error: {result.error}", err=True)
+        for _path, message in result.report.failures:
+            if message != result.error:
+                click.echo(f"error: {message}", err=True)
+        if not quiet and not json_summary and result.error is None:
+            click.echo(result.line(), err=True)
+    if json_summary:
+        click.echo(orjson.dumps(report.as_dict()).decode())
+    elif not quiet:
+        click.echo(report.summary(), err=True)
+    failed = not report.ok
+    if snapshot is not None:
+        done, message = snapshot
+        if done is False:
+            click.echo(f"error: {message}", err=True)
+            failed = True
+        elif done is None:
+            click.echo(f"warning: {message}", err=True)
+        elif not quiet:
+            click.echo(message, err=True)
+    if failed:
+        sys.exit(1)
+
+
+@cli.command()
+@click.argument("snapshot", required=False, type=click.Path(dir_okay=False))
+@click.option("-h", "--host", default="127.0.0.1", show_default=True,
+              help="Address to bind (0.0.0.0 makes the explorer reachable from other machines).")
+@click.option("-p", "--port", default=8001, show_default=True, type=int, help="Port to listen on.")
+@click.option("-m", "--metadata", "metadata_path", type=click.Path(exists=True, dir_okay=False),
+              help="Datasette metadata (default: the repository's metadata.yml, applied to SNAPSHOT's name).")
+@click.option("--template-dir", type=click.Path(exists=True, file_okay=False),
+              help="Datasette templates (default: the repository's templates/).")
+@click.option("--setting", "settings", type=(str, str), multiple=True, help="A Datasette setting: NAME VALUE.")
+def serve(snapshot, host, port, metadata_path, template_dir, settings):
+    """Explore SNAPSHOT (default: snapshot.db beside the embedded store) with
+    Datasette: immutable, with its counts file, metadata, templates and the
+    AgentBase plugin (conversation view, dashboard)."""
+    from .export import default_snapshot_path
+
+    path = Path(snapshot).expanduser() if snapshot else default_snapshot_path()
+    if not path.is_file():
+        raise click.ClickException(f"no snapshot at {path}: run `agentbase export` first")
+    from datasette_agentbase.serve import serve as run_serve
+
+    run_serve(path, host=host, port=port, metadata_path=Path(metadata_path) if metadata_path else None,
+              template_dir=Path(template_dir) if template_dir else None, settings=dict(settings))
 
 
 def main() -> None:  # console_scripts entry point

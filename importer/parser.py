@@ -41,6 +41,9 @@ SHELL_TOOLS = {"exec", "bash", "process"}
 
 
 _TS_UUID_RE = re.compile(r"^\d{4}-\d{2}-\d{2}T[\d-]+Z?_(?P<id>[0-9A-Za-z-]+)$")
+# OpenClaw's SQLite migration moves JSONL files to session-sqlite-import-archive/
+# as "<session key slug>.<original name>.imported-<ms>[.<n>]".
+_IMPORTED_RE = re.compile(r"\.imported-\d+(?:\.\d+)?$")
 
 
 def session_type_for(name: str) -> str:
@@ -51,7 +54,9 @@ def session_type_for(name: str) -> str:
         return "deleted"
     if ".checkpoint." in name:
         return "checkpoint"
-    if ".jsonl.bak" in name:
+    if ".jsonl.bak" in name or (_IMPORTED_RE.search(name) and not name.startswith("archive-tier.")):
+        # A migration leftover is a copy of what the SQLite store holds
+        # ("archive-tier." ones were never imported: the only copy).
         return "backup"
     if "-topic-" in name:
         return "topic"
@@ -77,6 +82,9 @@ def clamp_id(value: str) -> str:
 
 def session_id_from_name(name: str) -> str:
     """Session id for a header-less file: the file-name stem."""
+    if _IMPORTED_RE.search(name):
+        name = _IMPORTED_RE.sub("", name)
+        name = name.split(".", 1)[1] if "." in name else name  # drop the session key slug
     stem = name
     for marker in (".checkpoint.", ".jsonl"):
         pos = stem.find(marker)

@@ -68,6 +68,18 @@ TABLES: dict[str, list[tuple[str, str]]] = {
         ("channel", "str:64"),
         ("chat_type", "str:32"),
         ("spawned_by", "str:255"),
+        # OpenClaw's SQLite store (2026.8+): session_windows / session_nodes
+        # (prerelease: sessions / session_entries). A reset or rollover chain runs
+        # previous_session_id -> session_uuid; next_session_id is the session whose
+        # previous_session_id is this one (kept up to date by the importer).
+        ("reason", "str:32"),  # initial, reset, rollover, fork, rewind, switch, recovery, compaction
+        ("previous_session_id", "str:64"),
+        ("next_session_id", "str:64"),
+        ("status", "str:16"),  # running, done, failed, killed, timeout
+        ("ended_at", "datetime"),
+        ("model_provider", "str:64"),
+        ("model", "str:128"),
+        ("archived_at", "datetime"),
         ("header_json", "json"),
     ],
     "messages": [

@@ -1,0 +1,75 @@
+"""Full-text search text and queries, shared by the snapshot export and the
+Datasette plugin.
+
+SQLite's FTS5 tokenizers cannot cut Chinese into words: ``unicode61`` makes a
+whole run of Chinese characters one token, and ``trigram`` cannot match a
+two-character word such as 部署. So the export indexes Chinese, Japanese and
+Korean text as overlapping character pairs (``服务器`` -> ``服务 务器``) and
+everything else as ``unicode61`` words. :func:`fts_query` turns what a user
+types into the matching FTS5 query: every term becomes a phrase of the same
+tokens, so 部署, 服务器, ``rm -rf`` and ``/var/log`` all match where they occur.
+
+Limits: a single Chinese character matches nothing (pairs are the smallest
+unit); English matches whole words (``nginx`` finds ``nginx.conf``, ``ngin``
+does not, unless written ``ngin*``).
+"""
+
+from __future__ import annotations
+
+import operator
+import re
+
+CJK_RANGES = (
+    "\u3040-\u30ff"  # Hiragana, Katakana
+    "\u3400-\u4dbf"  # CJK Extension A
+    "\u4e00-\u9fff"  # CJK Unified Ideographs
+    "\uf900-\ufaff"  # CJK Compatibility Ideographs
+    "\uac00-\ud7af"  # Hangul syllables
+)
+CJK_RUN = re.compile(f"[{CJK_RANGES}]+")
+_WORD = re.compile(r"\w+", re.UNICODE)
+TOKENIZE = "unicode61 remove_diacritics 2"
+
+
+def _pairs(run: str) -> str:
+    if len(run) == 1:
+        return run
+    return " ".join(map(operator.add, run, run[1:]))
+
+
+def index_text(text: str) -> str:
+    """The text as the FTS index should see it: CJK runs as character pairs."""
+    if not CJK_RUN.search(text):
+        return text
+    return CJK_RUN.sub(lambda m: f" {_pairs(m.group())} ", text)
+
+
+def _tokens(term: str) -> list[str]:
+    out: list[str] = []
+    for word in _WORD.findall(index_text(term)):
+        # \w also matches CJK; a pair-split run is already space separated.
+        out.append(word)
+    return out
+
+
+_QUOTED = re.compile(r'"([^"]*)"')
+
+
+def fts_query(q: str) -> str:
+    """An FTS5 MATCH expression for what a user typed (never a syntax error).
+
+    Each whitespace-separated term must occur; a term is matched as a phrase
+    of its tokens (``/var/log`` -> ``"var log"``, 服务器 -> ``"服务 务器"``).
+    Text in double quotes is one phrase (``"rm -rf /tmp"``). A trailing ``*``
+    on a term asks for a prefix match of its last token.
+    """
+    terms = [m.strip() for m in _QUOTED.findall(q)] + _QUOTED.sub(" ", q).split()
+    phrases = []
+    for term in terms:
+        prefix = term.endswith("*")
+        tokens = _tokens(term.rstrip("*"))
+        if not tokens:
+            continue
+        phrase = '"' + " ".join(t.replace('"', '""') for t in tokens) + '"'
+        phrases.append(phrase + ("*" if prefix and not CJK_RUN.search(tokens[-1]) else ""))
+    return " ".join(phrases) if phrases else '""'

@@ -1,0 +1,291 @@
+"""Collecting from every configured server, and the cron job around it.
+
+``import_from_config(store, config)`` imports each server of the config file
+in turn: a ``local: true`` server through the local sources, any other over
+SSH (remote.py). One server that cannot be reached, or whose connection drops,
+never stops the others: its error is recorded in the :class:`ConfigReport`
+and the run's exit status is non-zero.
+
+``run_lock(path)`` keeps two runs (cron's ``agentbase sync`` and a manual
+``agentbase import --config``) from overlapping: the second one exits at once.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+import os
+import shutil
+import tempfile
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterator
+
+from .config import Config
+from .pipeline import ImportReport, run_import
+from .sources import Discovery, SourceLost, discover
+from .store import Store, StoreError, default_db_path
+
+log = logging.getLogger("agentbase")
+
+
+class AlreadyRunning(Exception):
+    """Another run holds the lock."""
+
+
+@dataclass
+class ServerResult:
+    name: str
+    where: str  # "local /path" or "ssh user@host:port"
+    report: ImportReport = field(default_factory=ImportReport)
+    error: str | None = None  # the server could not be (fully) read
+    wire_bytes: int = 0  # bytes through the SSH connection, both ways
+    elapsed_s: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and self.report.files_failed == 0
+
+    def line(self) -> str:
+        wire = f"; transferred {_human(self.wire_bytes)}" if self.where.startswith("ssh") else ""
+        return f"server {self.name} ({self.where}): {self.report.summary()}{wire}"
+
+    def as_dict(self) -> dict:
+        d = self.report.as_dict()
+        d.update({"server": self.name, "where": self.where, "status": "ok" if self.error is None else "failed",
+                  "error": self.error, "wire_bytes": self.wire_bytes, "elapsed_s": round(self.elapsed_s, 4)})
+        return d
+
+
+@dataclass
+class ConfigReport:
+    servers: list[ServerResult] = field(default_factory=list)
+    elapsed_s: float = 0.0
+
+    @property
+    def failed_servers(self) -> list[str]:
+        return [s.name for s in self.servers if s.error is not None]
+
+    @property
+    def ok(self) -> bool:
+        return all(s.ok for s in self.servers)
+
+    def totals(self) -> ImportReport:
+        total = ImportReport()
+        for s in self.servers:
+            r = s.report
+            for name in ("files_seen", "files_unchanged", "files_imported", "files_failed", "files_ignored",
+                         "messages_added", "entries_added", "bad_lines", "pending_lines", "bytes_read"):
+                setattr(total, name, getattr(total, name) + getattr(r, name))
+        total.elapsed_s = self.elapsed_s
+        return total
+
+    def summary(self) -> str:
+        failed = self.failed_servers
+        ok = len(self.servers) - len(failed)
+        servers = f"servers: {ok} imported, {len(failed)} failed" + (f" ({', '.join(failed)})" if failed else "")
+        return f"{servers}; {self.totals().summary()}"
+
+    def as_dict(self) -> dict:
+        d = self.totals().as_dict()
+        d["servers_failed"] = self.failed_servers
+        d["servers"] = [s.as_dict() for s in self.servers]
+        return d
+
+
+def _human(n: int) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1000 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1000
+    return str(n)
+
+
+def _agents(config: Config, server, agent: str | None) -> list[str] | None:
+    """The agents to import from one server: its list (else the config's), narrowed by --agent."""
+    wanted = server.agents if server.agents is not None else config.agents
+    if agent is None:
+        return wanted
+    return [agent] if wanted is None or agent in wanted else []
+
+
+def _filter(found: Discovery, agents: list[str] | None) -> Discovery:
+    if agents is None:
+        return found
+    keep = set(agents)
+    return Discovery([f for f in found.files if f.agent_id in keep], found.warnings, found.errors)
+
+
+def import_from_config(
+    store: Store,
+    config: Config,
+    server: str | None = None,
+    agent: str | None = None,
+    progress: Callable[[str], Callable] | None = None,
+) -> ConfigReport:
+    """Import every configured server (or only ``server``); ``agent`` narrows each one.
+
+    ``progress(name)``, when given, returns the progress wrapper for that
+    server's file list (see ``run_import``).
+    """
+    started = time.perf_counter()
+    out = ConfigReport()
+    servers = [config.server(server)] if server else config.servers
+    for s in servers:
+        agents = _agents(config, s, agent)
+        wrap = progress(s.name) if progress else None
+        t0 = time.perf_counter()
+        try:
+            if s.local:
+                result = _import_local(store, s, agents, wrap)
+            else:
+                result = _import_remote(store, config, s, agents, wrap)
+        except StoreError:
+            raise  # the archive itself: no server can go on
+        except Exception as exc:  # one server's surprise never stops the others
+            log.debug("server %s", s.name, exc_info=True)
+            text = str(exc).strip().splitlines()
+            result = ServerResult(s.name, "local" if s.local else f"ssh {s.host}",
+                                  error=f"server {s.name}: unexpected {type(exc).__name__}"
+                                        + (f": {text[0][:200]}" if text else ""))
+        result.elapsed_s = time.perf_counter() - t0
+        out.servers.append(result)
+    out.elapsed_s = time.perf_counter() - started
+    return out
+
+
+def _import_local(store: Store, s, agents, wrap) -> ServerResult:
+    for candidate in s.state_dirs:
+        path = Path(candidate).expanduser()
+        if path.is_dir():
+            break
+    else:
+        tried = ", ".join(s.state_dirs)
+        return ServerResult(s.name, f"local {tried}", error=f"server {s.name}: no OpenClaw state dir at {tried}")
+    result = ServerResult(s.name, f"local {path}")
+    if agents == []:
+        return result
+    found = _filter(discover([str(path)], server=s.name, agent=agents[0] if agents and len(agents) == 1 else None),
+                    agents)
+    result.report = run_import(store, [], server=s.name, progress=wrap, sources=found)
+    return result
+
+
+def _import_remote(store: Store, config: Config, s, agents, wrap) -> ServerResult:
+    from .remote import RemoteError, RemoteServer
+
+    remote = RemoteServer(s, config)
+    result = ServerResult(s.name, f"ssh {s.host}")
+    try:
+        remote.connect()
+    except RemoteError as exc:
+        result.error = f"server {s.name}: {exc}"
+        result.wire_bytes = remote.counter.wire
+        return result
+    result.where = f"ssh {remote.endpoint}"
+    tmp = None
+    try:
+        if agents == []:
+            return result
+        found = remote.discover(agents)
+        failures: list[tuple[str, str]] = []
+        if remote.sqlite_stores:
+            tmp = tempfile.mkdtemp(prefix="agentbase-stores-")
+            found.files = _fetch_stores(store, remote, found.files, tmp, failures)
+        result.report = run_import(store, [], server=s.name, progress=wrap, sources=found)
+        result.report.failures.extend(failures)
+        result.report.files_failed += len(failures)
+    except (SourceLost, RemoteError) as exc:
+        result.error = f"server {s.name}: {exc}"
+    finally:
+        if remote.lost is not None and result.error is None:
+            result.error = f"server {s.name}: {remote.lost}; the rest is left for the next run"
+            # the pipeline's line for the file being read says the same: keep one
+            result.report.failures = [f for f in result.report.failures if not f[1].startswith(remote.lost)]
+        result.wire_bytes = remote.counter.wire
+        remote.close()
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return result
+
+
+def _fetch_stores(store: Store, remote, files: list, tmp: str, failures: list) -> list:
+    """OpenClaw SQLite stores on a server: a store unchanged since its last
+    import (size and time of the database and its -wal) is left out; any other
+    gets a consistent copy made on the server and fetched into ``tmp``, which
+    the SQLite-store reader then opens."""
+    from .remote import RemoteError
+
+    keep = []
+    for f in files:
+        if f.kind != "openclaw_db":
+            keep.append(f)
+            continue
+        previous = store.parsed_files(f.server, f.agent_id).get(f.path)
+        if (previous is not None and previous["status"] == "success" and previous["file_size"] == f.size
+                and previous["file_mtime_ns"] == f.mtime_ns):
+            continue
+        folder = Path(tmp, f.agent_id, "agent")
+        folder.mkdir(parents=True, exist_ok=True)
+        try:
+            f.local_path = str(remote.fetch_sqlite_copy(f.path, folder))
+        except RemoteError as exc:
+            failures.append((f.path, str(exc)))
+            continue
+        keep.append(f)
+    return keep
+
+
+# -- the lock -------------------------------------------------------------------
+
+
+def lock_path(store: Store) -> Path:
+    """Beside the SQLite store (``agentbase.db.lock``); for MariaDB in the data dir."""
+    if getattr(store, "kind", "sqlite") == "sqlite":
+        return Path(str(store.location) + ".lock")
+    return default_db_path().parent / "sync.lock"
+
+
+@contextmanager
+def run_lock(path: Path) -> Iterator[None]:
+    """An exclusive, non-blocking ``flock``; raises :class:`AlreadyRunning`.
+
+    The kernel drops the lock when the process ends, however it ends, so a
+    killed run never leaves a stale lock behind.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(str(path), os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            try:
+                holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+            except OSError:
+                holder = ""
+            who = f" (pid {holder})" if holder.isdigit() else ""
+            raise AlreadyRunning(f"another agentbase run is in progress{who}; lock {path}") from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        yield
+    finally:
+        os.close(fd)
+
+
+def export_after_sync(store: Store, config: Config) -> tuple[bool | None, str]:
+    """Export the snapshot: (True, its summary), (False, the error) or
+    (None, why it was skipped)."""
+    try:
+        from .export import export_snapshot
+    except ImportError:
+        return None, "snapshot skipped: this AgentBase has no importer.export module yet"
+    output = str(Path(config.snapshot).expanduser()) if config.snapshot else None  # None: its default
+    try:
+        result = export_snapshot(store, output, timezone=config.timezone)
+    except StoreError as exc:
+        return False, f"snapshot not written: {exc}"
+    except OSError as exc:
+        return False, f"snapshot not written: {exc.strerror or exc}"
+    return True, result.summary()

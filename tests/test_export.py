@@ -1,0 +1,182 @@
+"""The snapshot: same rows from either store, local days, full-text search in
+Chinese and English, atomic replacement, counts file."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from importer.export import export_snapshot, inspect_path
+from importer.search import fts_query
+from importer.store import StoreError, open_store
+from transcripts import CONTENT_TABLES, SID, Chain, exec_call, header, sessions_dir, write
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def corpus(root: Path) -> Path:
+    """A session whose words each live in one kind of field."""
+    c = Chain()
+    objs = [header()]
+    objs.append(c.user("请帮我把网站部署到新的服务器上，谢谢"))  # 部署 inside a sentence
+    objs.append(c.assistant([
+        {"type": "thinking", "thinking": "The user wants a deployment; check the zebrafish config first"},
+        exec_call("t1", "rm -rf /tmp/build && tail -n 50 /var/log/nginx/error.log"),
+    ]))
+    objs.append(c.result("t1", "permission denied: quokka.conf", details={"exitCode": 1}))
+    objs.append(c.assistant([{"type": "text", "text": "Deployment finished on the staging host."}]))
+    # late in the UTC day: already the next day in Shanghai
+    late = c.user("second question")
+    late["timestamp"] = "2026-04-05T20:30:00.000Z"
+    objs.append(late)
+    write(sessions_dir(root) / f"{SID}.jsonl", objs)
+    return root
+
+
+def cli(*args):
+    return subprocess.run([sys.executable, "-m", "importer", *args], cwd=REPO, capture_output=True, text=True)
+
+
+@pytest.fixture
+def snapshot(tmp_path):
+    root = corpus(tmp_path / "state")
+    db = f"sqlite:///{tmp_path / 'archive.db'}"
+    assert cli("import", str(root), "--server", "s", "--db", db).returncode == 0
+    out = tmp_path / "snap.db"
+    proc = cli("export", "--db", db, "-o", str(out), "--timezone", "Asia/Shanghai")
+    assert proc.returncode == 0, proc.stderr[-400:]
+    return out
+
+
+def search(path: Path, q: str) -> list[str]:
+    conn = sqlite3.connect(path)
+    try:
+        return [r[0] for r in conn.execute(
+            "SELECT m.role FROM messages_fts f JOIN messages m ON m.id = f.rowid "
+            "WHERE messages_fts MATCH ? ORDER BY m.seq", (fts_query(q),))]
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize("q, roles", [
+    ("部署", ["user"]),                 # a two-character Chinese word inside a sentence
+    ("服务器", ["user"]),               # three characters
+    ("zebrafish", ["assistant"]),       # only in thinking
+    ("quokka", ["toolResult"]),         # only in a tool result
+    ("/var/log/nginx", ["assistant"]),  # a path fragment in tool arguments
+    ("nginx/error.log", ["assistant"]),
+    ('"rm -rf"', ["assistant"]),        # a command fragment, as a phrase
+    ("rm -rf", ["assistant"]),
+    ("deployment", ["assistant", "assistant"]),  # English, any case, text and thinking
+    ("部署 staging", []),               # every term must occur in the same message
+    ("部", []),                         # a single character is below the index's unit
+    ("", []),
+])
+def test_search(snapshot, q, roles):
+    assert search(snapshot, q) == roles
+
+
+def test_local_day_columns(snapshot):
+    conn = sqlite3.connect(snapshot)
+    rows = conn.execute("SELECT timestamp, local_time, day FROM messages ORDER BY seq").fetchall()
+    assert rows[0] == ("2026-04-05 02:00:01.000", "2026-04-05 10:00:01.000", "2026-04-05")
+    assert rows[-1] == ("2026-04-05 20:30:00.000", "2026-04-06 04:30:00.000", "2026-04-06")
+    assert conn.execute("SELECT day FROM tool_calls").fetchall() == [("2026-04-05",)]
+    assert conn.execute("SELECT value FROM agentbase_snapshot WHERE key = 'timezone'").fetchone() == ("Asia/Shanghai",)
+    # every facet/sort column the explorer uses is indexed
+    indexed = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+    assert {"idx_messages_day", "idx_messages_agent_id_timestamp", "idx_tool_calls_tool_name"} <= indexed
+    assert conn.execute("SELECT COUNT(*) FROM sqlite_stat1").fetchone()[0] > 0  # ANALYZE ran
+    conn.close()
+
+
+def test_counts_file_serves_datasette(snapshot):
+    counts = json.loads(inspect_path(snapshot).read_text())
+    assert counts["snap"]["tables"]["messages"]["count"] == 5
+    from datasette.app import Datasette
+    import asyncio
+
+    async def go():
+        ds = Datasette(immutables=[str(snapshot)], inspect_data=counts,
+                       metadata={"databases": {"snap": {"tables": {"messages": {
+                           "fts_table": "messages_fts", "fts_pk": "id"}}}}})
+        r = await ds.client.get("/snap/messages.json?_search=部署&_shape=array&_col=role")
+        return r.status_code, r.json()
+
+    status, rows = asyncio.run(go())
+    assert status == 200 and [r["role"] for r in rows] == ["user"]
+
+
+def test_replaced_atomically_while_read(tmp_path, snapshot):
+    old = sqlite3.connect(f"file:{snapshot}?mode=ro", uri=True)
+    before = old.execute("SELECT COUNT(*) FROM messages").fetchone()[0]
+    db = f"sqlite:///{tmp_path / 'archive.db'}"
+    c = Chain(start=900)
+    write(sessions_dir(tmp_path / "state") / "0e0e0e0e-0000-4000-8000-000000000000.jsonl",
+          [header("0e0e0e0e-0000-4000-8000-000000000000"), c.user("more")])
+    assert cli("import", str(tmp_path / "state"), "--server", "s", "--db", db).returncode == 0
+    assert cli("export", "--db", db, "-o", str(snapshot)).returncode == 0
+    # the reader of the old file is undisturbed; a new reader sees the new file
+    assert old.execute("SELECT COUNT(*) FROM messages").fetchone()[0] == before
+    new = sqlite3.connect(snapshot)
+    assert new.execute("SELECT COUNT(*) FROM messages").fetchone()[0] == before + 1
+    assert not list(snapshot.parent.glob(".snap.db.tmp-*"))
+    old.close()
+    new.close()
+
+
+def test_bad_time_zone_is_one_line(tmp_path):
+    proc = cli("export", "--db", f"sqlite:///{tmp_path / 'a.db'}", "-o", str(tmp_path / "s.db"),
+               "--timezone", "Mars/Olympus")
+    assert proc.returncode == 1 and "unknown time zone 'Mars/Olympus'" in proc.stderr
+    assert "Traceback" not in proc.stderr and not (tmp_path / "s.db").exists()
+
+
+def _snapshot_rows(path: Path) -> dict:
+    conn = sqlite3.connect(path)
+    out = {}
+    for table, cols in CONTENT_TABLES.items():
+        have = {r[1] for r in conn.execute(f"PRAGMA table_info({table})")}
+        cols = ", ".join(c for c in cols.split(", ") if c in have)
+        extra = ", day, local_time" if table in ("messages", "tool_calls") else ""
+        out[table] = sorted(conn.execute(f"SELECT {cols}{extra} FROM {table}").fetchall(), key=repr)
+    out["fts"] = sorted(conn.execute(
+        "SELECT m.message_uuid FROM messages_fts f JOIN messages m ON m.id = f.rowid "
+        "WHERE messages_fts MATCH ?", (fts_query("部署"),)).fetchall())
+    conn.close()
+    return out
+
+
+def test_snapshot_from_mariadb_equals_snapshot_from_sqlite(tmp_path, mariadb_url):
+    import synthetic
+
+    root = tmp_path / "tree"
+    synthetic.build(root)
+    corpus(root / "extra")
+    lite = f"sqlite:///{tmp_path / 'a.db'}"
+    for url in (lite, mariadb_url):
+        cli("import", str(root), "--db", url)
+        cli("import", str(root / "extra"), "--server", "x", "--db", url)
+    snaps = []
+    for n, url in enumerate((lite, mariadb_url)):
+        store = open_store(url)
+        try:
+            report = export_snapshot(store, tmp_path / f"s{n}.db", timezone="Europe/Berlin")
+        finally:
+            store.close()
+        assert report.rows["messages"] > 20
+        snaps.append(_snapshot_rows(tmp_path / f"s{n}.db"))
+    assert snaps[0] == snaps[1]
+    assert snaps[0]["fts"]
+
+
+def test_unknown_zone_raises_store_error(tmp_path):
+    store = open_store(f"sqlite:///{tmp_path / 'a.db'}")
+    with pytest.raises(StoreError):
+        export_snapshot(store, tmp_path / "s.db", timezone="Nowhere/Land")
+    store.close()
