@@ -576,30 +576,40 @@ def apply_index(store: Store, server: str, agent_id: str) -> None:
         )
 
 
-def _import_one(store: Store, source: SourceFile, attempts: int = 5) -> "ImportReport":
-    """One file in one transaction, retried when the engine asks for it
-    (a deadlock); the figures count only the attempt that committed."""
+def _in_transaction(store: Store, label: str, work: Callable[["ImportReport"], None],
+                    attempts: int = 5) -> "ImportReport":
+    """Run ``work`` in one transaction, again when the engine asks for it (a
+    deadlock); the figures it reports count only the attempt that committed."""
     for attempt in range(attempts):
         part = ImportReport()
         try:
             with store.transaction():
-                # Read again under the write lock: another importer may have
-                # taken this file since the listing.
-                previous = store.parsed_file(source.server, source.agent_id, source.path)
-                if source.kind == "index":
-                    import_index(store, source)
-                elif _unchanged(source, previous):
-                    part.files_unchanged = 1
-                else:
-                    import_file(store, source, previous, part)
+                work(part)
             return part
         except Exception as exc:
             if attempt + 1 < attempts and store.retryable(exc):
-                log.info("retrying %s after %s", source.path, exc)
+                log.info("retrying %s after %s", label, exc)
                 time.sleep(0.05 * (attempt + 1))
                 continue
             raise
     raise AssertionError("unreachable")
+
+
+def _import_one(store: Store, source: SourceFile) -> "ImportReport":
+    """One file in one transaction."""
+
+    def work(part: ImportReport) -> None:
+        # Read again under the write lock: another importer may have taken
+        # this file since the listing.
+        previous = store.parsed_file(source.server, source.agent_id, source.path)
+        if source.kind == "index":
+            import_index(store, source)
+        elif _unchanged(source, previous):
+            part.files_unchanged = 1
+        else:
+            import_file(store, source, previous, part)
+
+    return _in_transaction(store, source.path, work)
 
 
 def _unchanged(source: SourceFile, previous) -> bool:
@@ -835,25 +845,17 @@ def import_store_session(store: Store, conn, layout: "openclaw_db.Layout", db_pa
 
 
 def _import_store_unit(store: Store, conn, layout, db_path: str, source: SourceFile,
-                       unit: "openclaw_db.SessionUnit", attempts: int = 5) -> ImportReport:
-    """One store session in one transaction (retried like ``_import_one``)."""
-    for attempt in range(attempts):
-        part = ImportReport()
-        try:
-            with store.transaction():
-                previous = store.parsed_file(source.server, source.agent_id, source.path)
-                if _unit_unchanged(unit, previous):
-                    part.files_unchanged = 1
-                else:
-                    import_store_session(store, conn, layout, db_path, source, unit, previous, part)
-            return part
-        except Exception as exc:
-            if attempt + 1 < attempts and store.retryable(exc):
-                log.info("retrying %s after %s", source.path, exc)
-                time.sleep(0.05 * (attempt + 1))
-                continue
-            raise
-    raise AssertionError("unreachable")
+                       unit: "openclaw_db.SessionUnit") -> ImportReport:
+    """One store session in one transaction."""
+
+    def work(part: ImportReport) -> None:
+        previous = store.parsed_file(source.server, source.agent_id, source.path)
+        if _unit_unchanged(unit, previous):
+            part.files_unchanged = 1
+        else:
+            import_store_session(store, conn, layout, db_path, source, unit, previous, part)
+
+    return _in_transaction(store, source.path, work)
 
 
 def _record_db(store: Store, source: SourceFile, status: str, message: str | None, units: int) -> None:

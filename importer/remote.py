@@ -53,7 +53,7 @@ from pathlib import Path
 from typing import Any
 
 from .config import Config, ServerConfig
-from .sources import IMPORT_ARCHIVE_DIR, INDEX_NAME, Discovery, SourceFile, SourceLost, is_transcript_name
+from .sources import IMPORT_ARCHIVE_DIR, Discovery, SourceFile, SourceLost, file_kind, sort_sources
 
 log = logging.getLogger("agentbase")
 
@@ -410,17 +410,14 @@ class RemoteServer:
             self._list_transcripts(agent, posixpath.join(agent_dir, "sessions"), out)
             self._list_transcripts(agent, posixpath.join(agent_dir, IMPORT_ARCHIVE_DIR), out)
             self._list_store(agent, posixpath.join(agent_dir, "agent"), out)
-        out.files.sort(key=lambda f: (f.server, f.agent_id, f.kind == "index", f.mtime_ns, f.path))
+        sort_sources(out.files)
         return out
 
     def _list_transcripts(self, agent: str, folder: str, out: Discovery) -> None:
         for attr in self.listdir(folder, out) or []:
             name = attr.filename
-            if name == INDEX_NAME:
-                kind = "index"
-            elif is_transcript_name(name):
-                kind = "transcript"
-            else:
+            kind = file_kind(name)
+            if kind is None:
                 continue
             attr = self._follow(folder, attr)
             if attr is None or attr.st_mode is None or not stat.S_ISREG(attr.st_mode):

@@ -56,6 +56,20 @@ def is_transcript_name(name: str) -> bool:
     )
 
 
+def file_kind(name: str) -> str | None:
+    """'index' for sessions.json, 'transcript' for a transcript file, else None."""
+    if name == INDEX_NAME:
+        return "index"
+    return "transcript" if is_transcript_name(name) else None
+
+
+def sort_sources(files: list) -> None:
+    """Import order: per server and agent, oldest file first (index files
+    last), so the newest file's content and derived fields win whatever the
+    run history."""
+    files.sort(key=lambda f: (f.server, f.agent_id, f.kind == "index", f.mtime_ns, f.path))
+
+
 def default_server_name() -> str:
     return socket.gethostname().split(".")[0] or "local"
 
@@ -125,12 +139,8 @@ def _list_sessions_dir(server: str, agent: str, sessions: Path, out: Discovery) 
         out.errors.append(f"cannot list {sessions}: {exc.strerror or exc}")
         return
     for entry in entries:
-        name = entry.name
-        if name == INDEX_NAME:
-            kind = "index"
-        elif is_transcript_name(name):
-            kind = "transcript"
-        else:
+        kind = file_kind(entry.name)
+        if kind is None:
             continue
         try:
             if not entry.is_file():
@@ -266,9 +276,7 @@ def discover(paths: list[str], server: str | None = None, agent: str | None = No
                 _list_agents_dir(server or sub.name, sub_agents, agent, out)
             if not found:
                 out.errors.append(f"no OpenClaw transcripts found under {path}")
-    # Deterministic order: per server and agent, oldest file first, so the
-    # newest file's content and derived fields win whatever the run history.
-    out.files.sort(key=lambda f: (f.server, f.agent_id, f.kind == "index", f.mtime_ns, f.path))
+    sort_sources(out.files)
     return out
 
 

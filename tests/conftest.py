@@ -50,6 +50,6 @@ def mariadb_url(mariadb_server):
         cur.execute(f"CREATE DATABASE `{name}` CHARACTER SET utf8mb4 COLLATE utf8mb4_bin")
     auth = MARIADB["user"] + (f":{MARIADB['password']}" if MARIADB["password"] else "")
     yield f"mysql://{auth}@{MARIADB['host']}:{MARIADB['port']}/{name}"
-    mariadb_server.ping(reconnect=True)
+    mariadb_server.ping()
     with mariadb_server.cursor() as cur:
         cur.execute(f"DROP DATABASE IF EXISTS `{name}`")
