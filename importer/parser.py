@@ -192,12 +192,29 @@ class Entry:
     line_index: int
     obj: dict
     raw: bytes
+    # Filled by derive() ahead of time (on another thread) or on demand.
+    row: dict | None = None
+    calls: list | None = None
+    _hash: str | None = None
 
     @property
     def raw_hash(self) -> str:
         """Tells whether an entry seen again changed: length and CRC-32 of its
         line (a fast check; only ever compared for the same entry id)."""
-        return f"{len(self.raw):x}-{zlib.crc32(self.raw):08x}"
+        if self._hash is None:
+            self._hash = f"{len(self.raw):x}-{zlib.crc32(self.raw):08x}"
+        return self._hash
+
+    def derive(self) -> "Entry":
+        """Compute this entry's row (and tool call rows) once."""
+        if self.row is None:
+            if self.type == "message":
+                self.row = message_row(self)
+                self.calls = tool_call_rows(self, self.row)
+            else:
+                self.row = entry_row(self)
+            self.raw_hash
+        return self
 
 
 @dataclass

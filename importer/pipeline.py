@@ -16,6 +16,8 @@ import io
 import itertools
 import logging
 import os
+import queue
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Callable
@@ -156,8 +158,9 @@ class SessionWriter:
             "session_id": self.session_id, "server": self.source.server,
             "agent_id": self.source.agent_id, "session_uuid": self.session_uuid,
         }
+        entry.derive()
         if entry.type == "message":
-            row = P.message_row(entry)
+            row = entry.row
             row.update(common)
             row["id"] = self.next_message_id
             self.next_message_id += 1
@@ -172,7 +175,7 @@ class SessionWriter:
                 if key is not None:
                     self.counted.add(key)
             self.messages.append(row)
-            for call in P.tool_call_rows(entry, row):
+            for call in entry.calls:
                 call.update(common)
                 call.update({
                     "id": self.next_call_id, "message_id": row["id"], "message_uuid": entry.entry_id,
@@ -189,7 +192,7 @@ class SessionWriter:
             self.added_messages += 1
             table = "messages"
         else:
-            row = P.entry_row(entry)
+            row = entry.row
             row.update(common)
             row["created_at"] = self.created_at
             row["is_active_path"] = 1
@@ -399,12 +402,39 @@ def _read_at(f, start: int, length: int) -> bytes:
     return f.read(length)
 
 
-def import_file(store: Store, source: SourceFile, previous, report: ImportReport) -> None:
-    """Read what is new in one transcript and store it in one transaction.
+@dataclass
+class ReadOutcome:
+    """What reading one transcript found, besides its entries."""
+
+    state: P.ParseState
+    append: bool
+    consumed_to: int
+    bad: int
+    pending: int
+    entries_read: int
+    bytes_read: int
+    head: bytes
+    tail: bytes
+    typed: bool
+    saw_entries: bool
+
+
+def _read_key(previous) -> tuple | None:
+    """The parts of a parsed_files row that decide what reading a file does."""
+    if previous is None:
+        return None
+    return tuple(previous[k] for k in ("status", "parsed_offset", "head_hash", "tail_hash", "parsed_lines",
+                                       "last_entry_id", "session_uuid", "legacy_format", "bad_lines"))
+
+
+def read_transcript(source: SourceFile, previous, derive: bool = False):
+    """The reader stage: yields (session id, entries) batches of what is new in
+    a transcript and returns a ReadOutcome. No database: it can run ahead on
+    another thread while the previous file is written.
 
     A file that only grew since the last run (its first bytes and the bytes
     just before the recorded offset are unchanged) is read from that offset;
-    anything else is read whole and merged by entry id.
+    anything else is read whole (and merged by entry id by the writer).
     """
     state = P.ParseState()
     offset = 0
@@ -438,7 +468,6 @@ def import_file(store: Store, source: SourceFile, previous, report: ImportReport
         parser = P.TranscriptParser(source.name, state)
         f.seek(offset)
         consumed_to = offset
-        writer: SessionWriter | None = None
         leftover = b""
         typed = append  # an appended file was already recognised as a transcript
         saw_entries = False
@@ -458,29 +487,114 @@ def import_file(store: Store, source: SourceFile, previous, report: ImportReport
             pending += result.pending_lines
             if result.entries:
                 saw_entries = True
-                if writer is None:
-                    sid = state.session_id or P.session_id_from_name(source.name)
-                    writer = SessionWriter(store, source, sid)
-                for entry in result.entries:
-                    entries_read += 1
-                    if not typed and entry.type in KNOWN_TYPES:
-                        typed = True
-                    writer.add(entry)
+                entries_read += len(result.entries)
+                if not typed and any(e.type in KNOWN_TYPES for e in result.entries):
+                    typed = True
+                if derive:
+                    for entry in result.entries:
+                        entry.derive()
+                yield state.session_id or P.session_id_from_name(source.name), result.entries
             if final:
                 break
-        if state.header is not None:
-            typed = True
-        if not typed and (bad or saw_entries):
-            raise NotATranscript("not an OpenClaw transcript: no session header and no known entry type")
-        if writer is None and state.header is not None:
-            writer = SessionWriter(store, source, state.session_id)
-        if writer is not None:
-            writer.finish(state)
-            report.messages_added += writer.added_messages
-            report.entries_added += writer.added_entries
-    report.bytes_read += bytes_read
-    report.bad_lines += bad - ((previous["bad_lines"] or 0) if append else 0)
-    report.pending_lines += pending
+    if state.header is not None:
+        typed = True
+    return ReadOutcome(state, append, consumed_to, bad, pending, entries_read, bytes_read, head, tail,
+                       typed, saw_entries)
+
+
+class Prefetch:
+    """Reads (and parses, and derives rows of) the next file on a thread while
+    the current one is written: the writer's waits (SQLite's C code, MariaDB's
+    round trips) release the GIL. At most a few batches are held."""
+
+    def __init__(self, source: SourceFile, previous):
+        self.source = source
+        self.key = _read_key(previous)
+        self.items: queue.Queue = queue.Queue(maxsize=4)
+        self.cancelled = threading.Event()
+        self.thread = threading.Thread(target=self._run, args=(previous,), daemon=True)
+        self.thread.start()
+
+    def _run(self, previous) -> None:
+        try:
+            reader = read_transcript(self.source, previous, derive=True)
+            while True:
+                try:
+                    batch = next(reader)
+                except StopIteration as stop:
+                    self._put(("done", stop.value))
+                    return
+                if not self._put(("batch", batch)):
+                    reader.close()
+                    return
+        except BaseException as exc:  # handed to the writer, which decides
+            self._put(("error", exc))
+
+    def _put(self, item) -> bool:
+        while not self.cancelled.is_set():
+            try:
+                self.items.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def stream(self):
+        """The same protocol as read_transcript()."""
+        while True:
+            kind, value = self.items.get()
+            if kind == "batch":
+                yield value
+            elif kind == "done":
+                return value
+            else:
+                raise value
+
+    def cancel(self) -> None:
+        self.cancelled.set()
+        while self.thread.is_alive():
+            try:
+                self.items.get(timeout=0.1)
+            except queue.Empty:
+                pass
+        self.thread.join()
+
+
+def import_file(store: Store, source: SourceFile, previous, report: ImportReport,
+                prefetch: Prefetch | None = None) -> None:
+    """The writer stage for one transcript, inside the caller's transaction:
+    entries merged into the session by id, then derived fields and the
+    file's parsed_files row."""
+    if prefetch is not None and prefetch.key == _read_key(previous):
+        stream = prefetch.stream()
+    else:
+        if prefetch is not None:  # another importer moved the file on meanwhile
+            prefetch.cancel()
+        stream = read_transcript(source, previous)
+    writer: SessionWriter | None = None
+    while True:
+        try:
+            session_id, entries = next(stream)
+        except StopIteration as stop:
+            outcome: ReadOutcome = stop.value
+            break
+        if writer is None:
+            writer = SessionWriter(store, source, session_id)
+        for entry in entries:
+            writer.add(entry)
+    state = outcome.state
+    if not outcome.typed and (outcome.bad or outcome.saw_entries):
+        raise NotATranscript("not an OpenClaw transcript: no session header and no known entry type")
+    if writer is None and state.header is not None:
+        writer = SessionWriter(store, source, state.session_id)
+    if writer is not None:
+        writer.finish(state)
+        report.messages_added += writer.added_messages
+        report.entries_added += writer.added_entries
+    consumed_to, head, tail = outcome.consumed_to, outcome.head, outcome.tail
+    report.bytes_read += outcome.bytes_read
+    report.bad_lines += outcome.bad - ((previous["bad_lines"] or 0) if outcome.append else 0)
+    report.pending_lines += outcome.pending
     store.upsert_row(
         "parsed_files",
         {
@@ -493,7 +607,7 @@ def import_file(store: Store, source: SourceFile, previous, report: ImportReport
             "head_hash": P.short_hash(head[: min(WINDOW, consumed_to)]) if consumed_to else None,
             "tail_hash": P.short_hash(tail) if consumed_to else None,
             "last_entry_id": state.last_entry_id, "legacy_format": int(state.legacy),
-            "bad_lines": bad, "pending_lines": pending, "entries_read": entries_read,
+            "bad_lines": outcome.bad, "pending_lines": outcome.pending, "entries_read": outcome.entries_read,
         },
         ("server", "agent_id", "file_path"),
     )
@@ -595,10 +709,12 @@ def _in_transaction(store: Store, label: str, work: Callable[["ImportReport"], N
     raise AssertionError("unreachable")
 
 
-def _import_one(store: Store, source: SourceFile) -> "ImportReport":
-    """One file in one transaction."""
+def _import_one(store: Store, source: SourceFile, prefetch: Prefetch | None = None) -> "ImportReport":
+    """One file in one transaction (with what a Prefetch already read, if any)."""
+    unused = [prefetch] if prefetch is not None else []
 
     def work(part: ImportReport) -> None:
+        ahead = unused.pop() if unused else None  # a retry reads the file again itself
         # Read again under the write lock: another importer may have taken
         # this file since the listing.
         previous = store.parsed_file(source.server, source.agent_id, source.path)
@@ -607,9 +723,16 @@ def _import_one(store: Store, source: SourceFile) -> "ImportReport":
         elif _unchanged(source, previous):
             part.files_unchanged = 1
         else:
-            import_file(store, source, previous, part)
+            import_file(store, source, previous, part, ahead)
+            ahead = None
+        if ahead is not None:
+            ahead.cancel()
 
-    return _in_transaction(store, source.path, work)
+    try:
+        return _in_transaction(store, source.path, work)
+    finally:
+        for left in unused:
+            left.cancel()
 
 
 def _unchanged(source: SourceFile, previous) -> bool:
@@ -658,11 +781,48 @@ def _run(store, paths, server, agent, progress, report, started, sources=None) -
     store_meta: dict[tuple[str, str], dict] = {}  # OpenClaw SQLite stores: session metadata per group
     files = found.files
     iterator = progress(files) if progress else files
-    for source in iterator:
+    prefetches: dict[int, Prefetch] = {}
+
+    def listed_previous(src: SourceFile):
+        grp = (src.server, src.agent_id)
+        if grp not in known:
+            known[grp] = store.parsed_files(*grp)
+        return known[grp].get(src.path)
+
+    def prefetch_after(i: int) -> None:
+        """Start reading the next local transcript that will be imported."""
+        for j in range(i + 1, min(i + 64, len(files))):
+            nxt = files[j]
+            if nxt.kind != "transcript" or type(nxt) is not SourceFile:
+                continue
+            prev = listed_previous(nxt)
+            if _unchanged(nxt, prev):
+                continue
+            if j not in prefetches:
+                prefetches[j] = Prefetch(nxt, prev)
+            return
+
+    try:
+        _import_all(store, files, iterator, report, known, touched, store_meta, listed_previous,
+                    prefetch_after, prefetches)
+    finally:
+        for pending in prefetches.values():
+            pending.cancel()
+    for group in sorted(touched):
+        with store.transaction():
+            apply_index(store, *group)
+    for group in sorted(store_meta):  # after sessions.json: the store is the newer source
+        with store.transaction():
+            apply_store_metadata(store, *group, store_meta[group])
+    report.elapsed_s = time.perf_counter() - started
+    return report
+
+
+def _import_all(store, files, iterator, report, known, touched, store_meta, listed_previous, prefetch_after,
+                prefetches) -> None:
+    for index, source in enumerate(iterator):
         group = (source.server, source.agent_id)
-        if group not in known:
-            known[group] = store.parsed_files(*group)
-        previous = known[group].get(source.path)
+        previous = listed_previous(source)
         if source.kind == "openclaw_db":
             meta = import_openclaw_db(store, source, report, known[group])
             if meta is not None:
@@ -677,7 +837,8 @@ def _run(store, paths, server, agent, progress, report, started, sources=None) -
                 report.pending_lines += previous["pending_lines"] or 0
             continue
         try:
-            part = _import_one(store, source)
+            prefetch_after(index)
+            part = _import_one(store, source, prefetches.pop(index, None))
             report.add(part)
             touched.add(group)
             if source.kind == "transcript":
@@ -700,14 +861,6 @@ def _run(store, paths, server, agent, progress, report, started, sources=None) -
             _record_problem(store, source, "failed", message)
             report.failures.append((source.path, message))
             report.files_failed += 1
-    for group in sorted(touched):
-        with store.transaction():
-            apply_index(store, *group)
-    for group in sorted(store_meta):  # after sessions.json: the store is the newer source
-        with store.transaction():
-            apply_store_metadata(store, *group, store_meta[group])
-    report.elapsed_s = time.perf_counter() - started
-    return report
 
 
 # ---------------------------------------------------------------------------
