@@ -144,6 +144,20 @@ def _run_with_bar(store, paths, server, agent, progress):
 
 @cli.command()
 @click.option("--db", envvar="AGENTBASE_DB", help=DB_HELP)
+def init(db):
+    """Create the store or bring its schema up to date (import and export do
+    this by themselves; rerunning is a no-op)."""
+    from .store import SCHEMA_VERSION
+
+    store = _open(db)
+    try:
+        click.echo(f"{store.location}: schema version {store.schema_version()} (this AgentBase: {SCHEMA_VERSION})")
+    finally:
+        store.close()
+
+
+@cli.command()
+@click.option("--db", envvar="AGENTBASE_DB", help=DB_HELP)
 @click.option("-o", "--output", type=click.Path(dir_okay=False),
               help="Snapshot file (default: snapshot.db beside the embedded store).")
 @click.option("--timezone", "zone", envvar="AGENTBASE_TIMEZONE",
