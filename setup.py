@@ -18,9 +18,10 @@ setup(
         "zstandard>=0.20",
         "paramiko>=3.4",
         "PyYAML>=6.0",
+        "datasette-json-html>=1.0",
     ],
     extras_require={
-        "test": ["pytest>=7", "hypothesis>=6"],
+        "test": ["pytest>=7", "hypothesis>=6", "selenium>=4.20"],
     },
     entry_points={
         "console_scripts": ["agentbase=importer.cli:main"],

@@ -1,27 +1,362 @@
 """Datasette plugin for AgentBase snapshots.
 
-Registered under the ``datasette`` entry point by setup.py. The content-block
-renderer and the conversation view arrive with the explorer; for now the
-plugin only makes the archive's JSON columns readable.
+Registered under the ``datasette`` entry point by setup.py. Hooks (each also
+in Datasette 1.0, with the same arguments):
+
+- ``prepare_connection``: SQL functions for the canned queries:
+  ``agentbase_fts(q)`` (what a user typed -> the FTS5 MATCH expression, see
+  importer/search.py), ``agentbase_snippet(content_blocks, text_preview, q)``
+  (the contentless index has no ``snippet()``), ``agentbase_session_url(id[,
+  message_id])``, ``agentbase_row_url(table, id)`` and
+  ``agentbase_query_url(name[, key, value]...)`` (links that respect
+  ``base_url``); it also notes which databases are AgentBase snapshots.
+- ``render_cell``: content blocks, tool arguments, thinking, JSON and search
+  snippets as HTML, every value escaped; session ids and uuids link to the
+  conversation view. It runs first (``tryfirst``), so transcript text that
+  happens to look like a datasette-json-html value stays text; the link
+  columns of the canned queries (conversation, session, message, tool_call)
+  are left to datasette-json-html.
+- ``register_routes``: the conversation view ``/-/agentbase/session/<id>``,
+  the dashboard ``/-/agentbase`` and the stylesheet.
+- ``extra_css_urls``, ``menu_links``; ``startup`` computes the dashboard's
+  figures in a background thread.
 """
 
 from __future__ import annotations
 
-import json
+import os
+import sqlite3
+import threading
+from pathlib import Path
+from urllib.parse import urlencode
 
 from datasette import hookimpl
-from markupsafe import Markup, escape
+from datasette.utils.asgi import NotFound, Response
+from markupsafe import Markup
 
-JSON_COLUMNS = {"content_blocks", "tool_calls_json", "arguments", "raw_json", "header_json"}
+from importer.search import fts_query
+
+from . import conversation, dashboard, render
+from .snippets import snippet
+
+HERE = Path(__file__).resolve().parent
+CSS_PATH = HERE / "static" / "agentbase.css"
+SNAPSHOT_MARKER = "agentbase_snapshot"
+TRANSCRIPT_TABLES = {"sessions", "messages", "tool_calls", "entries", "entry_revisions", "parsed_files",
+                     "session_index"}
+LINK_COLUMNS = {"conversation", "session", "message", "tool_call", "messages"}
+BLOCK_COLUMNS = {"content_blocks", "tool_calls_json"}
+JSON_COLUMNS = {"raw_json", "header_json", "arguments"}
+THINKING_COLUMNS = {"thinking_text", "thinking"}
+
+
+def _snapshots(datasette) -> dict:
+    """Names of the databases that are AgentBase snapshots (filled by prepare_connection)."""
+    found = getattr(datasette, "_agentbase_snapshots", None)
+    if found is None:
+        found = {}
+        datasette._agentbase_snapshots = found
+    return found
+
+
+def _is_snapshot_conn(conn: sqlite3.Connection) -> bool:
+    try:
+        return conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
+                            (SNAPSHOT_MARKER,)).fetchone() is not None
+    except sqlite3.Error:
+        return False
+
+
+def session_path(datasette, database: str | None, session_id, message_id=None) -> str:
+    path = str(datasette.urls.path(f"-/agentbase/session/{int(session_id)}"))
+    names = [n for n in datasette.databases if _snapshots(datasette).get(n)]
+    if database and names and database != names[0]:
+        path += "?" + urlencode({"db": database})
+    if message_id is not None:
+        path += f"#m{int(message_id)}"
+    return path
+
+
+def row_path(datasette, database: str, table: str, row_id) -> str:
+    return str(datasette.urls.row(database, table, str(int(row_id))))
 
 
 @hookimpl
-def render_cell(value, column):
-    """Pretty-print the archive's JSON columns (escaped) instead of one long line."""
-    if column not in JSON_COLUMNS or not isinstance(value, str) or not value[:1] in "[{":
-        return None
+def prepare_connection(conn, database, datasette):
+    if _is_snapshot_conn(conn):
+        _snapshots(datasette)[database] = True
+
+    def session_url(session_id, message_id=None):
+        if session_id is None:
+            return None
+        return session_path(datasette, database, session_id, message_id)
+
+    def row_url(table, row_id):
+        if row_id is None or not isinstance(table, str):
+            return None
+        return row_path(datasette, database, table, row_id)
+
+    conn.create_function("agentbase_fts", 1, lambda q: fts_query(q or ""), deterministic=True)
+    conn.create_function("agentbase_snippet", 3, snippet, deterministic=True)
+    conn.create_function("agentbase_session_url", 1, session_url)
+    conn.create_function("agentbase_session_url", 2, session_url)
+    conn.create_function("agentbase_row_url", 2, row_url)
+
+    def query_url(name, *pairs):
+        if not isinstance(name, str):
+            return None
+        params = [(str(k), "" if v is None else str(v)) for k, v in zip(pairs[::2], pairs[1::2])]
+        return str(datasette.urls.query(database, name)) + ("?" + urlencode(params) if params else "")
+
+    conn.create_function("agentbase_query_url", -1, query_url)
+
+
+def _row_get(row, key):
     try:
-        pretty = json.dumps(json.loads(value), indent=2, ensure_ascii=False)
-    except ValueError:
+        return row[key]
+    except (KeyError, IndexError, TypeError):
         return None
-    return Markup('<pre class="agentbase-json">{}</pre>').format(escape(pretty))
+
+
+def _looks_like_json(value: str) -> bool:
+    stripped = value.strip()
+    return (stripped[:1], stripped[-1:]) in (("{", "}"), ("[", "]"))
+
+
+@hookimpl(tryfirst=True)
+def render_cell(row, value, column, table, database, datasette):
+    if not isinstance(value, (str, int)) or not _snapshots(datasette).get(database):
+        return None
+    if column == "session_id" and table in ("messages", "tool_calls", "entries") and isinstance(value, int):
+        anchor = _row_get(row, "id") if table == "messages" else _row_get(row, "message_id")
+        return Markup('<a href="{}">{}</a>').format(session_path(datasette, database, value, anchor), value)
+    if not isinstance(value, str):
+        return None
+    if column == "session_uuid" and table in ("sessions", "messages", "tool_calls", "entries"):
+        sid = _row_get(row, "id") if table == "sessions" else _row_get(row, "session_id")
+        if isinstance(sid, int):
+            anchor = (_row_get(row, "id") if table == "messages"
+                      else _row_get(row, "message_id") if table == "tool_calls" else None)
+            return Markup('<a href="{}" title="conversation view">{}</a>').format(
+                session_path(datasette, database, sid, anchor), value)
+        return None
+    if table is None and column in LINK_COLUMNS:
+        return None  # a canned query's link value: datasette-json-html draws it
+    limit = datasette.setting("truncate_cells_html") or None
+    more = None
+    if table in TRANSCRIPT_TABLES and isinstance(_row_get(row, "id"), int):
+        more = row_path(datasette, database, table, _row_get(row, "id")) + ".json"
+    options = render.Options(limit=limit, more_href=more)
+    if column in BLOCK_COLUMNS and _looks_like_json(value):
+        return render.render_blocks(value, options)
+    if column == "arguments" and _looks_like_json(value):
+        return render.tool_arguments(_row_get(row, "tool_name"), value, options)
+    if column in JSON_COLUMNS and _looks_like_json(value):
+        return render.pretty_json(value, options)
+    if column == "snippet":
+        return render.render_snippet(value)
+    if column in THINKING_COLUMNS:
+        return render.text(value, options)
+    if _looks_like_json(value):
+        # transcript text that happens to be JSON: text, not a datasette-json-html value
+        return Markup("{}").format(value if limit is None or len(value) <= limit else value[:limit] + "…")
+    return None
+
+
+@hookimpl
+def extra_css_urls(datasette):
+    return [str(datasette.urls.path("-/agentbase/agentbase.css"))]
+
+
+@hookimpl
+def menu_links(datasette):
+    return [{"href": str(datasette.urls.path("-/agentbase")), "label": "AgentBase dashboard"}]
+
+
+# -- routes ------------------------------------------------------------------------------------
+
+async def _snapshot_db(datasette, request):
+    """The database a page shows: ?db=NAME, else the first AgentBase snapshot."""
+    wanted = request.args.get("db")
+    candidates = [wanted] if wanted else list(datasette.databases)
+    for name in candidates:
+        db = datasette.databases.get(name)
+        if db is None or name == "_internal":
+            continue
+        if _snapshots(datasette).get(name) or await db.table_exists(SNAPSHOT_MARKER):
+            _snapshots(datasette)[name] = True
+            return db
+    raise NotFound("No AgentBase snapshot is served here" + (f" under the name {wanted!r}" if wanted else ""))
+
+
+async def _check(datasette, request, database: str) -> None:
+    for action, resource in (("view-instance", None), ("view-database", database),
+                             ("view-table", (database, "messages"))):
+        if not await datasette.permission_allowed(request.actor, action, resource, default=True):
+            from datasette.utils.asgi import Forbidden
+
+            raise Forbidden("You do not have permission to view this")
+
+
+async def session_view(datasette, request):
+    session_id = int(request.url_vars["id"])
+    db = await _snapshot_db(datasette, request)
+    await _check(datasette, request, db.name)
+    everything = request.args.get("all") in ("1", "true", "yes")
+    data = await db.execute_fn(lambda conn: conversation.load(conn, session_id, everything))
+    if data is None:
+        raise NotFound(f"Session {session_id} not found")
+
+    def row_href(table, row_id):
+        return row_path(datasette, db.name, table, row_id)
+
+    self_href = str(datasette.urls.path(f"-/agentbase/session/{session_id}"))
+    if request.args.get("db"):
+        self_href += "?" + urlencode({"db": db.name})
+    view = conversation.build(data, everything, row_href, self_href)
+    s = data["session"]
+    context = {
+        "database": db.name,
+        "session": s,
+        "title": s.get("label") or s.get("display_name") or s.get("session_uuid"),
+        "turns": view["turns"],
+        "timezone": data["timezone"], "first": data["first"], "last": data["last"],
+        "totals": view["totals"],
+        "everything": everything,
+        "self_href": self_href,
+        "session_row_href": row_href("sessions", session_id),
+        "dashboard_href": str(datasette.urls.path("-/agentbase")),
+        "previous_href": None,
+        "next_href": None,
+    }
+    links = await db.execute(
+        "SELECT id, session_uuid FROM sessions WHERE session_uuid IN (?, ?) AND server IS ? AND agent_id IS ?",
+        (s.get("previous_session_id") or "", s.get("next_session_id") or "", s.get("server"), s.get("agent_id")))
+    for r in links.rows:
+        if r["session_uuid"] == s.get("previous_session_id"):
+            context["previous_href"] = session_path(datasette, db.name, r["id"])
+        if r["session_uuid"] == s.get("next_session_id"):
+            context["next_href"] = session_path(datasette, db.name, r["id"])
+    html = await datasette.render_template("agentbase_session.html", context, request=request)
+    return Response.html(html)
+
+
+_DASHBOARD_CACHE_SIZE = 16
+DASHBOARD_DAYS = 90
+
+
+def _dashboard_cache(datasette) -> dict:
+    """Dashboard figures per (database, file, server, days). An immutable snapshot never changes
+    under a running Datasette, so they are computed once."""
+    cache = getattr(datasette, "_agentbase_dashboard", None)
+    if cache is None:
+        cache = datasette._agentbase_dashboard = {}
+    return cache
+
+
+def _dashboard_key(db, server, days) -> tuple:
+    try:
+        stamp = os.stat(db.path).st_mtime_ns if db.path else None
+    except OSError:
+        stamp = None
+    return (db.name, db.path, stamp, server, days)
+
+
+@hookimpl
+def startup(datasette):
+    """Compute the dashboard's default figures in the background (a full pass over the messages:
+    about a second per million), so its first visit does not wait for them."""
+    snapshots = [db for db in datasette.databases.values()
+                 if not db.is_mutable and not db.is_memory and db.path]
+
+    def warm():
+        for db in snapshots:
+            try:
+                conn = sqlite3.connect(f"file:{db.path}?mode=ro", uri=True)
+            except sqlite3.Error:
+                continue
+            try:
+                if _is_snapshot_conn(conn):
+                    key = _dashboard_key(db, None, DASHBOARD_DAYS)
+                    cache = _dashboard_cache(datasette)
+                    if key not in cache:
+                        cache[key] = dashboard.load(conn, None, DASHBOARD_DAYS)
+            except sqlite3.Error:
+                pass  # the page computes them itself
+            finally:
+                conn.close()
+
+    if snapshots:
+        threading.Thread(target=warm, name="agentbase-dashboard", daemon=True).start()
+
+
+async def dashboard_view(datasette, request):
+    db = await _snapshot_db(datasette, request)
+    await _check(datasette, request, db.name)
+    server = request.args.get("server") or None
+    days_arg = request.args.get("days") or str(DASHBOARD_DAYS)
+    days = (None if days_arg == "all" else max(1, min(int(days_arg), 3660)) if days_arg.isdigit()
+            else DASHBOARD_DAYS)
+    cache = _dashboard_cache(datasette)
+    key = _dashboard_key(db, server, days)
+    data = cache.get(key) if not db.is_mutable else None
+    if data is None:
+        data = await db.execute_fn(lambda conn: dashboard.load(conn, server, days))
+        if not db.is_mutable:
+            if len(cache) >= _DASHBOARD_CACHE_SIZE:
+                cache.pop(next(iter(cache)))
+            cache[key] = data
+    day_list, message_series = dashboard.series(data, 2)
+    _, cost_series = dashboard.series(data, 3)
+    names = [n for n, _ in message_series]
+    palette = dashboard.colors(names)
+    cost_palette = dashboard.colors([n for n, _ in cost_series])
+    queries = {}
+    try:
+        queries = await datasette.get_canned_queries(db.name, request.actor)
+    except Exception:  # an API that moved in a later Datasette: the page works without the list
+        queries = {}
+    totals = dashboard.agent_totals(data)
+    for t in totals:
+        t["cost_label"] = conversation.money(t["cost"], 0) or ("unpriced" if t["unpriced_tokens"] else "$0")
+    context = {
+        "database": db.name,
+        "database_href": str(datasette.urls.database(db.name)),
+        "server": server,
+        "servers": data["servers"],
+        "days": days_arg,
+        "start": data["start"] or (day_list[0] if day_list else None),
+        "latest": data["latest"],
+        "messages_chart": dashboard.bar_chart(day_list, message_series, dashboard.fmt_count,
+                                              "Messages per day per agent"),
+        "cost_chart": dashboard.bar_chart(day_list, cost_series, dashboard.fmt_cost,
+                                          "Cost per day per agent (USD, each model call once)"),
+        "legend": [(n, palette[n]) for n in names],
+        "cost_legend": [(n, cost_palette[n]) for n, _ in cost_series],
+        "totals": totals,
+        "unpriced_tokens": sum(t["unpriced_tokens"] for t in totals),
+        "queries": [(name, q.get("title") or name, str(datasette.urls.query(db.name, name)))
+                    for name, q in queries.items()],
+        "self_href": str(datasette.urls.path("-/agentbase")),
+    }
+    html = await datasette.render_template("agentbase_dashboard.html", context, request=request)
+    return Response.html(html)
+
+
+_css_cache: dict[str, str] = {}
+
+
+async def css_view(datasette, request):
+    if "css" not in _css_cache:
+        _css_cache["css"] = CSS_PATH.read_text(encoding="utf-8")
+    return Response(_css_cache["css"], content_type="text/css; charset=utf-8",
+                    headers={"Cache-Control": "max-age=3600"})
+
+
+@hookimpl
+def register_routes():
+    return [
+        (r"^/-/agentbase/session/(?P<id>\d+)$", session_view),
+        (r"^/-/agentbase/?$", dashboard_view),
+        (r"^/-/agentbase/agentbase\.css$", css_view),
+    ]

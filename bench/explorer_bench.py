@@ -1,0 +1,240 @@
+#!/usr/bin/env python3
+"""Explorer benchmark: Datasette + the AgentBase plugin on a snapshot of >= 1,000,000 messages.
+
+Builds (once per --workdir) a generated tree (importer.demo.generate_tree, made-up text) plus one long
+session of >= 2,000 messages, imports it into the embedded SQLite store, replicates the rows with SQL
+(bench/store_bench.py's replicate()) up to --messages, and exports the snapshot. Then it serves the
+snapshot with a real `agentbase serve` on a free loopback port and prints the median time of
+--repeat requests (after one warm-up) for:
+  - each canned query, with its defaults (the latest day, every agent) and for one agent (target < 100 ms);
+  - a search (target < 200 ms);
+  - the messages table page with its facets (target < 500 ms);
+  - the conversation view of the 2,000-message session (target < 1 s);
+  - the dashboard (figures computed at start-up, on request, cached).
+
+Usage: python3 bench/explorer_bench.py [--messages 1000000] [--size-mb 120] [--repeat 7] [--workdir DIR]
+With --workdir the snapshot is kept and reused by the next run (delete the folder to rebuild).
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import os
+import random
+import shutil
+import socket
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from urllib.parse import quote
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "bench"))
+
+from importer import demo  # noqa: E402
+from importer.export import export_snapshot  # noqa: E402
+from importer.store import open_store  # noqa: E402
+from store_bench import replicate  # noqa: E402
+
+LONG_SESSION_MESSAGES = 2000
+
+
+def long_session_tree(root: Path, seed: int) -> int:
+    """One session of at least 2,000 messages (ordinary-size tool results), under server macmini."""
+    target = 3 * 2**20
+    for _ in range(8):
+        rnd = random.Random(seed + 7)
+        corpus = demo._Corpus(rnd)
+        writer = demo._TreeWriter(root, rnd)
+        profile = demo._Profile(big_p=0.0, mid_p=0.02, image_p=0.01)
+        plan = demo._Plan(rnd, "main", demo.END_MS - 12 * demo.DAY_MS, target, profile)
+        plan.branch_p = plan.compaction_p = 0.0
+        session = demo._Session(corpus, plan)
+        session.fill()
+        messages = session.stats.get("messages", 0)
+        if messages >= LONG_SESSION_MESSAGES:
+            if root.exists():
+                shutil.rmtree(root)
+            writer = demo._TreeWriter(root, random.Random(seed))
+            writer.write("macmini", session, "normal", index_p=0.0)
+            writer.finish()
+            return messages
+        target = int(target * LONG_SESSION_MESSAGES / max(messages, 1) * 1.05)
+    raise SystemExit("could not generate a 2,000-message session")
+
+
+def run(cmd: list[str]) -> None:
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True)
+    if proc.returncode != 0:
+        sys.exit(f"{' '.join(cmd[:4])} failed: {proc.stderr[-600:]}")
+
+
+def build(work: Path, messages: int, size_mb: float, seed: int) -> Path:
+    snapshot = work / "snapshot.db"
+    if snapshot.exists():
+        print(f"reusing {snapshot}", flush=True)
+        return snapshot
+    archive = work / "archive.db"
+    for leftover in (archive, work / "tree", work / "long"):
+        if leftover.is_dir():
+            shutil.rmtree(leftover)
+        elif leftover.exists():
+            leftover.unlink()
+    started = time.perf_counter()
+    print(f"generating a {size_mb:.0f} MB tree and a {LONG_SESSION_MESSAGES:,}-message session ...", flush=True)
+    demo.generate_tree(str(work / "tree"), target_bytes=int(size_mb * 2**20), seed=seed)
+    long_count = long_session_tree(work / "long", seed)
+    print(f"  long session: {long_count:,} messages; importing ...", flush=True)
+    run([sys.executable, "-m", "importer", "import", str(work / "tree"), "--db", f"sqlite:///{archive}", "-q"])
+    run([sys.executable, "-m", "importer", "import", str(work / "long"), "--db", f"sqlite:///{archive}", "-q"])
+    print(f"  replicating to {messages:,} messages ...", flush=True)
+    total = replicate(archive, messages)
+    print(f"  exporting {total:,} messages ...", flush=True)
+    store = open_store(f"sqlite:///{archive}")
+    try:
+        report = export_snapshot(store, work / ".snapshot-building.db", timezone="Asia/Shanghai")
+    finally:
+        store.close()
+    (work / ".snapshot-building.db").rename(snapshot)
+    (work / ".snapshot-building-inspect.json").rename(work / "snapshot-inspect.json")
+    archive.unlink()
+    shutil.rmtree(work / "tree", ignore_errors=True)
+    print(f"  {report.summary()}; built in {time.perf_counter() - started:.0f} s", flush=True)
+    return snapshot
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Client:
+    def __init__(self, port: int):
+        self.port = port
+        self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+
+    def get(self, path: str) -> tuple[int, bytes, float]:
+        for attempt in (1, 2):
+            started = time.perf_counter()
+            try:
+                self.conn.request("GET", path)
+                response = self.conn.getresponse()
+                body = response.read()
+                return response.status, body, time.perf_counter() - started
+            except (http.client.RemoteDisconnected, ConnectionError):  # an idle keep-alive closed
+                self.conn.close()
+                self.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=120)
+                if attempt == 2:
+                    raise
+        raise AssertionError("unreachable")
+
+
+def wait_up(client: Client, proc: subprocess.Popen) -> None:
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        if proc.poll() is not None:
+            sys.exit(f"agentbase serve exited: {proc.stderr.read()[-600:] if proc.stderr else ''}")
+        try:
+            status, _, _ = client.get("/-/versions.json")
+            if status == 200:
+                return
+        except OSError:
+            client.conn.close()
+            client.conn = http.client.HTTPConnection("127.0.0.1", client.port, timeout=120)
+            time.sleep(0.3)
+    sys.exit("agentbase serve did not start within 60 s")
+
+
+def measure(client: Client, path: str, repeat: int) -> tuple[float, int, int]:
+    status, body, _ = client.get(path)  # warm-up
+    times = []
+    for _ in range(repeat):
+        status, body, elapsed = client.get(path)
+        times.append(elapsed)
+    return statistics.median(times) * 1000, status, len(body)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--messages", type=int, default=1_000_000)
+    ap.add_argument("--size-mb", type=float, default=120)
+    ap.add_argument("--repeat", type=int, default=7)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--workdir")
+    args = ap.parse_args()
+    work = Path(args.workdir or tempfile.mkdtemp(prefix="agentbase-explorer-bench-"))
+    work.mkdir(parents=True, exist_ok=True)
+    try:
+        snapshot = build(work, args.messages, args.size_mb, args.seed)
+        conn = sqlite3.connect(f"file:{snapshot}?mode=ro", uri=True)
+        total = conn.execute("SELECT COUNT(*) FROM messages").fetchone()[0]
+        long_id, long_count = conn.execute(
+            "SELECT id, message_count FROM sessions ORDER BY message_count DESC LIMIT 1").fetchone()
+        agent = conn.execute("SELECT agent_id FROM messages WHERE day = (SELECT MAX(day) FROM messages) "
+                             "GROUP BY agent_id ORDER BY COUNT(*) DESC LIMIT 1").fetchone()[0]
+        from importer.search import fts_query
+
+        # a selective phrase, a word in ~6% of the messages, and the generator's commonest words (~15%)
+        searches = ['"permission denied"', "timeout", "证书", "nginx", "部署"]
+        hits = {q: conn.execute("SELECT COUNT(*) FROM messages_fts WHERE messages_fts MATCH ?",
+                                (fts_query(q),)).fetchone()[0] for q in searches}
+        conn.close()
+        port = free_port()
+        env = dict(os.environ, PYTHONPATH=str(REPO))
+        proc = subprocess.Popen([sys.executable, "-m", "importer", "serve", str(snapshot), "-p", str(port)],
+                                cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        rows = []
+        try:
+            client = Client(port)
+            wait_up(client, proc)
+            time.sleep(5)  # let the start-up work (the dashboard's figures, in a thread) finish first
+            db = snapshot.stem
+            checks = []
+            for name in ("exec_commands", "thinking", "agent_day", "daily_cost", "failed_tools"):
+                checks.append((f"{name} (defaults)", f"/{db}/{name}", 100))
+                checks.append((f"{name} (agent={agent})", f"/{db}/{name}?agent={agent}", 100))
+                checks.append((f"{name} JSON (agent={agent})", f"/{db}/{name}.json?_shape=array&agent={agent}", 100))
+            for q in searches:
+                checks.append((f"search q={q} ({hits[q]:,} matches)", f"/{db}/search?q={quote(q)}", 200))
+            q = searches[-1]
+            checks.append((f"search q={q}, agent={agent}", f"/{db}/search?q={quote(q)}&agent={agent}", 200))
+            checks.append((f"search JSON q={q}", f"/{db}/search.json?_shape=array&q={quote(q)}", 200))
+            checks.append(("messages table page with facets", f"/{db}/messages", 500))
+            checks.append((f"conversation view ({long_count:,} messages)", f"/-/agentbase/session/{long_id}", 1000))
+            for label, path, target in checks:
+                ms, status, size = measure(client, path, args.repeat)
+                verdict = "PASS" if status == 200 and ms < target else "FAIL"
+                rows.append((label, f"{ms:.1f} ms ({size / 1024:.0f} KB, HTTP {status})", f"< {target} ms", verdict))
+            status, _, first = client.get("/-/agentbase")
+            rows.append(("dashboard, first visit (figures computed at start-up)", f"{first * 1000:.1f} ms",
+                         "info", ""))
+            status, _, other = client.get("/-/agentbase?days=all")
+            rows.append(("dashboard, all days (computed on request)", f"{other * 1000:.0f} ms", "info", ""))
+            ms, status, size = measure(client, "/-/agentbase?days=all", args.repeat)
+            rows.append(("dashboard, all days again (cached)", f"{ms:.1f} ms", "info", ""))
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+    finally:
+        if not args.workdir:
+            shutil.rmtree(work, ignore_errors=True)
+    print()
+    print(f"snapshot: {total:,} messages; median of {args.repeat} requests after one warm-up, over HTTP")
+    width = max(len(r[0]) for r in rows)
+    for label, value, target, verdict in rows:
+        print(f"{label:<{width}}  {value:<36} {target:<9} {verdict}")
+
+
+if __name__ == "__main__":
+    main()

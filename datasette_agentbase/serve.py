@@ -1,0 +1,111 @@
+"""``agentbase serve``: Datasette on a snapshot, configured for the explorer.
+
+The repository's ``metadata.yml`` describes the database ``snapshot`` (the
+default file name, snapshot.db); a snapshot under another name gets the same
+metadata under its own name. The counts file written by the export
+(``<name>-inspect.json``) is passed as ``--inspect-file`` when it describes
+this very file (same size), under the same re-keying.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+METADATA_KEY = "snapshot"
+# Datasette settings `agentbase serve` starts with (--setting overrides them). Facet suggestions try
+# every column of the table on each page view: seconds on a million messages, so they are off; the
+# facets of metadata.yml (and ?_facet=) still work.
+DEFAULT_SETTINGS = {"suggest_facets": "off"}
+
+
+def default_metadata_path() -> Path | None:
+    path = REPO / "metadata.yml"
+    return path if path.is_file() else None
+
+
+def default_template_dir() -> Path | None:
+    path = REPO / "templates"
+    return path if path.is_dir() else None
+
+
+def database_name(snapshot: Path) -> str:
+    """The name Datasette gives a database file: its stem."""
+    return Path(snapshot).stem
+
+
+def load_metadata(snapshot: Path, metadata_path: Path | None = None) -> dict:
+    """metadata.yml with its ``snapshot`` database entry re-keyed to this file's name."""
+    path = metadata_path or default_metadata_path()
+    if path is None:
+        return {}
+    with open(path, encoding="utf-8") as f:
+        metadata = yaml.safe_load(f) or {}
+    databases = metadata.get("databases") or {}
+    name = database_name(snapshot)
+    if METADATA_KEY in databases and name != METADATA_KEY:
+        databases = dict(databases)
+        databases[name] = databases.pop(METADATA_KEY)
+        metadata["databases"] = databases
+    return metadata
+
+
+def load_inspect(snapshot: Path) -> dict | None:
+    """The export's counts for this file, keyed by its database name; None when
+    missing or stale (another file's, or the snapshot changed since)."""
+    from importer.export import inspect_path
+
+    snapshot = Path(snapshot)
+    candidates = [inspect_path(snapshot)]
+    for path in candidates:
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if not isinstance(data, dict) or len(data) != 1:
+            continue
+        counts = next(iter(data.values()))
+        try:
+            if counts.get("size") != snapshot.stat().st_size:
+                continue
+        except (OSError, AttributeError):
+            continue
+        return {database_name(snapshot): counts}
+    return None
+
+
+def datasette_args(snapshot: Path, host: str, port: int, metadata_file: Path, inspect_file: Path | None,
+                   template_dir: Path | None, settings: dict | None = None) -> list[str]:
+    args = ["serve", "-i", str(snapshot), "-h", host, "-p", str(port), "-m", str(metadata_file)]
+    if inspect_file is not None:
+        args += ["--inspect-file", str(inspect_file)]
+    if template_dir is not None:
+        args += ["--template-dir", str(template_dir)]
+    for key, value in (settings or {}).items():
+        args += ["--setting", key, str(value)]
+    return args
+
+
+def serve(snapshot: Path, host: str = "127.0.0.1", port: int = 8001, metadata_path: Path | None = None,
+          template_dir: Path | None = None, settings: dict | None = None) -> None:
+    """Run Datasette (blocks until it stops)."""
+    from datasette.cli import cli as datasette_cli
+
+    snapshot = Path(snapshot)
+    with tempfile.TemporaryDirectory(prefix="agentbase-serve-") as tmp:
+        metadata_file = Path(tmp) / "metadata.json"
+        metadata_file.write_text(json.dumps(load_metadata(snapshot, metadata_path)), encoding="utf-8")
+        inspect_file = None
+        counts = load_inspect(snapshot)
+        if counts is not None:
+            inspect_file = Path(tmp) / "inspect.json"
+            inspect_file.write_text(json.dumps(counts), encoding="utf-8")
+        args = datasette_args(snapshot, host, port, metadata_file, inspect_file,
+                              template_dir or default_template_dir(), {**DEFAULT_SETTINGS, **(settings or {})})
+        os.environ.setdefault("PYTHONUNBUFFERED", "1")
+        datasette_cli.main(args=args, prog_name="agentbase serve", standalone_mode=True)

@@ -1,0 +1,196 @@
+"""The explorer in a real browser: headless Chromium (Debian's chromium and chromedriver, driven by
+Selenium) against a real `agentbase serve` on a free loopback port.
+
+The conversation view of a session whose text, thinking, tool arguments and tool results hold
+<script> and <img onerror> payloads: no payload runs, thinking expands on click, tool results fold.
+A screenshot is saved to $AGENTBASE_ARTIFACT_DIR (default: <tmp>/agentbase-artifacts).
+Without Chromium the test is skipped with a message; under CI=true that is a failure.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from test_explorer import SID_C, build_snapshot
+
+REPO = Path(__file__).resolve().parents[1]
+CHROMIUM = "/usr/bin/chromium"
+CHROMEDRIVER = "/usr/bin/chromedriver"
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync",
+         "--disable-dev-shm-usage", "--window-size=1280,1600"]
+PAYLOAD_FLAGS = ["__xss_text", "__xss_img", "__xss_thinking", "__xss_args", "__xss_args2", "__xss_readargs",
+                 "__xss_result", "__xss_err", "__xss_errmsg", "__xss_unknown"]
+
+
+def _missing(message: str):
+    if os.environ.get("CI") == "true":
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    """`agentbase serve SNAPSHOT` on a free loopback port; yields its base URL."""
+    snapshot = build_snapshot(tmp_path_factory.mktemp("browser"))
+    port = _free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "importer", "serve", str(snapshot), "--port", str(port)],
+                            cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.time() + 60
+        while True:
+            if proc.poll() is not None:
+                pytest.fail(f"agentbase serve exited: {proc.stderr.read()[-800:]}")
+            try:
+                with urllib.request.urlopen(base + "/-/versions.json", timeout=5) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            if time.time() > deadline:
+                pytest.fail("agentbase serve did not answer within 60 s")
+            time.sleep(0.2)
+        yield base
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not (os.path.exists(CHROMIUM) and os.path.exists(CHROMEDRIVER)):
+        _missing(f"Chromium not installed ({CHROMIUM}, {CHROMEDRIVER}): apt-get install chromium chromium-driver")
+    try:
+        from selenium import webdriver
+        from selenium.webdriver.chrome.service import Service
+    except ImportError:
+        _missing("selenium is not installed: pip install -e '.[test]'")
+    os.environ.setdefault("SE_OFFLINE", "true")  # never let Selenium look for drivers online
+    profile = tempfile.mkdtemp(prefix="agentbase-chromium-")
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in FLAGS + [f"--user-data-dir={profile}"]:
+        options.add_argument(flag)
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    driver.set_page_load_timeout(60)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+        shutil.rmtree(profile, ignore_errors=True)
+
+
+def artifact_dir() -> Path:
+    path = Path(os.environ.get("AGENTBASE_ARTIFACT_DIR") or Path(tempfile.gettempdir()) / "agentbase-artifacts")
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def assert_nothing_ran(driver) -> None:
+    from selenium.common.exceptions import NoAlertPresentException
+
+    time.sleep(0.3)  # give an onerror handler time to fire, were there one
+    try:
+        alert = driver.switch_to.alert
+        text = alert.text
+        alert.dismiss()
+        pytest.fail(f"a dialog opened: {text!r}")
+    except NoAlertPresentException:
+        pass
+    ran = driver.execute_script("return arguments[0].filter(k => window[k] !== undefined)", PAYLOAD_FLAGS)
+    assert ran == [], f"payloads ran: {ran}"
+    # nor did any payload become an element
+    assert driver.execute_script(
+        "return [...document.scripts].filter(s => s.textContent.includes('__xss')).length") == 0
+    assert driver.execute_script("return document.querySelectorAll('img[src=\"x\"], [onerror]').length") == 0
+
+
+def test_conversation_view_in_chromium(served, browser):
+    from selenium.webdriver.common.by import By
+
+    driver = browser
+    snapshot_id = 3  # session C: the one with the payloads
+    driver.get(f"{served}/-/agentbase/session/{snapshot_id}")
+    assert SID_C in driver.page_source
+    assert_nothing_ran(driver)
+    # the payloads are on the page, as text
+    body = driver.find_element(By.TAG_NAME, "body").text
+    assert "<script>window.__xss_text=1</script> hello" in body
+    assert "<script>window.__xss_errmsg=1</script> upstream overloaded" in body
+
+    # thinking starts folded and expands on click
+    thinking = driver.find_element(By.CSS_SELECTOR, "details.ab-thinking")
+    inner = thinking.find_element(By.CSS_SELECTOR, ".ab-text")
+    assert thinking.get_property("open") is False and not inner.is_displayed()
+    thinking.find_element(By.TAG_NAME, "summary").click()
+    assert thinking.get_property("open") is True and inner.is_displayed()
+    assert "I should look at the <b>logs</b> first" in inner.text
+
+    # tool results fold: the long one starts folded, the short error starts open; both toggle
+    results = driver.find_elements(By.CSS_SELECTOR, "details.ab-result")
+    assert len(results) == 2
+    long_result, error_result = results
+    output = long_result.find_element(By.CSS_SELECTOR, ".ab-output")
+    assert long_result.get_property("open") is False and not output.is_displayed()
+    long_result.find_element(By.TAG_NAME, "summary").click()
+    assert long_result.get_property("open") is True and output.is_displayed()
+    assert "line 39 of output" in output.text and "<script>window.__xss_result=1</script>" in output.text
+    long_result.find_element(By.TAG_NAME, "summary").click()
+    assert long_result.get_property("open") is False and not output.is_displayed()
+    assert "ab-result-error" in error_result.get_attribute("class")
+    assert error_result.get_property("open") is True
+    error_result.find_element(By.TAG_NAME, "summary").click()
+    assert error_result.get_property("open") is False
+    error_result.find_element(By.TAG_NAME, "summary").click()
+
+    # the PNG is drawn, the SVG is not
+    images = driver.execute_script("return [...document.querySelectorAll('.ab-image img')]"
+                                   ".map(i => [i.src.slice(0, 22), i.complete && i.naturalWidth])")
+    assert images == [["data:image/png;base64,", 1]]
+    for fold in (thinking, long_result):  # open for the picture
+        if not fold.get_property("open"):
+            fold.find_element(By.TAG_NAME, "summary").click()
+    assert thinking.get_property("open") and long_result.get_property("open")
+    assert_nothing_ran(driver)
+    shot = artifact_dir() / "conversation-view.png"
+    driver.save_screenshot(str(shot))
+    assert shot.stat().st_size > 10_000
+    print(f"screenshot: {shot}")
+
+
+@pytest.mark.parametrize("path", [
+    "/snapshot/search?q=window",
+    "/snapshot/messages?session_id=3",
+    "/snapshot/messages/14",
+    "/snapshot/tool_calls?session_id=3",
+    "/snapshot/failed_tools",
+    "/snapshot/thinking",
+    "/-/agentbase",
+])
+def test_other_pages_run_no_payload(served, browser, path):
+    browser.get(served + path)
+    assert "Traceback" not in browser.page_source
+    assert_nothing_ran(browser)
+    if path == "/-/agentbase":
+        browser.save_screenshot(str(artifact_dir() / "dashboard.png"))
