@@ -81,7 +81,7 @@ class Config:
     ssh_config: str = "~/.ssh/config"
     connect_timeout: float = DEFAULT_CONNECT_TIMEOUT
     read_timeout: float = DEFAULT_READ_TIMEOUT
-    snapshot: str | None = None  # None: snapshot.db beside the embedded store
+    snapshot: str | None = None  # None: snapshot.db beside a SQLite database, else beside the embedded store
     agents: list[str] | None = None  # default for servers without their own list
 
     def server(self, name: str) -> ServerConfig:

@@ -101,6 +101,15 @@ def default_snapshot_path() -> Path:
     return default_db_path().parent / "snapshot.db"
 
 
+def snapshot_path_for(store: Store) -> Path:
+    """Where a store's snapshot goes unless told: snapshot.db beside a SQLite
+    store's file (so two archives never share one), else beside the embedded
+    default."""
+    if store.kind == "sqlite":
+        return Path(store.location).parent / "snapshot.db"
+    return default_snapshot_path()
+
+
 class LocalTime:
     """UTC 'YYYY-MM-DD HH:MM:SS.fff' -> the same in a time zone (cached per hour)."""
 
@@ -284,7 +293,7 @@ def export_snapshot(store: Store, output: str | os.PathLike | None = None, timez
                     progress=None) -> ExportReport:
     """Build the snapshot at ``output`` (default: snapshot.db beside the embedded store)."""
     started = time.perf_counter()
-    target = Path(output).expanduser() if output else default_snapshot_path()
+    target = Path(output).expanduser() if output else snapshot_path_for(store)
     zone_name, zone = resolve_zone(timezone)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
