@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import os
 import sys
 from pathlib import Path
 
@@ -163,14 +162,18 @@ def init(db):
 @click.option("--timezone", "zone", envvar="AGENTBASE_TIMEZONE",
               help="IANA time zone for the day and local_time columns (default: this machine's).")
 @click.option("-q", "--quiet", is_flag=True, help="No summary line.")
-def export(db, output, zone, quiet):
+@click.option("--no-redact", is_flag=True,
+              help="Keep credentials (API keys, tokens, passwords, private keys) in the snapshot; by default "
+              "they become [REDACTED:<kind>] (the store always keeps the originals).")
+def export(db, output, zone, quiet, no_redact):
     """Build the read-only SQLite snapshot (full-text index, local days,
-    indexes, counts file) that Datasette serves; replaced atomically."""
+    indexes, counts file) that Datasette serves; replaced atomically.
+    Credentials in the transcripts are redacted (see `agentbase secrets`)."""
     from .export import export_snapshot
 
     store = _open(db)
     try:
-        report = export_snapshot(store, output, timezone=zone)
+        report = export_snapshot(store, output, timezone=zone, redact=not no_redact)
     except StoreError as exc:
         raise click.ClickException(str(exc)) from None
     except OSError as exc:
@@ -179,6 +182,28 @@ def export(db, output, zone, quiet):
         store.close()
     if not quiet:
         click.echo(report.summary(), err=True)
+
+
+@cli.command()
+@click.option("--db", envvar="AGENTBASE_DB", help=DB_HELP)
+@click.option("--json", "as_json", is_flag=True, help="One JSON object: total, kinds, places.")
+def secrets(db, as_json):
+    """Credentials in the store's transcripts: their kinds, where they are
+    (server, agent, session, message or entry, column) and how many; never
+    the values. These are what `agentbase export` redacts in the snapshot."""
+    from .redact import format_findings, scan_store
+
+    store = _open(db)
+    try:
+        found = scan_store(store)
+    except StoreError as exc:
+        raise click.ClickException(str(exc)) from None
+    finally:
+        store.close()
+    if as_json:
+        click.echo(orjson.dumps(found).decode())
+    else:
+        click.echo(format_findings(found))
 
 
 @cli.command()

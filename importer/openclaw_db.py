@@ -3,7 +3,7 @@
 Since OpenClaw 2026.8.1 transcripts live in one SQLite database per agent,
 ``<state>/agents/<agent>/agent/openclaw-agent.sqlite`` (FORMAT.md section 9).
 This module finds those stores and reads what the importer needs from them;
-it never writes to them and never touches the archive (``pipeline.py`` turns
+it never writes to them and never touches the archive (``openclaw_import.py`` turns
 what it returns into rows, through the same parser as JSONL lines).
 
 - **Finding stores**: ``agents/*/agent/openclaw-agent.sqlite`` (never the

@@ -17,7 +17,6 @@ from __future__ import annotations
 import os
 import re
 import sqlite3
-import threading
 from urllib.parse import unquote, urlsplit
 from contextlib import contextmanager
 from datetime import datetime, timezone

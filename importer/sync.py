@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from .config import Config
-from .pipeline import ImportReport, run_import
+from .pipeline import run_import
+from .writer import ImportReport
 from .sources import Discovery, SourceLost, discover
 from .store import Store, StoreError, default_db_path
 

@@ -4,7 +4,6 @@ under concurrent importers and a killed connection (real server on 3306)."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import time
@@ -14,9 +13,7 @@ import pymysql
 import pytest
 
 from importer.store import StoreError, open_store
-from transcripts import (
-    SID, Chain, conversation, dump, dump_store, header, line, sessions_dir, write,
-)
+from transcripts import SID, Chain, conversation, dump_store, header, sessions_dir, write
 import synthetic
 
 REPO = Path(__file__).resolve().parents[1]

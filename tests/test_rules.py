@@ -336,7 +336,7 @@ def test_unreadable_file_fails_clearly_and_others_import(tmp_path):
     write(broken, conversation(sid="0c0c0c0c", turns=1))
     db = tmp_path / "a.db"
     from importer.sources import SourceFile
-    from importer.pipeline import ImportReport, import_file
+    from importer.writer import ImportReport, import_file
     from importer.store import open_store
     # A file that vanishes between listing and reading: one clear error, the rest imports.
     broken.unlink()

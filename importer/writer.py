@@ -1,0 +1,574 @@
+"""The writer stage: parsed entries into the store, one transaction per file.
+
+:class:`SessionWriter` merges a file's entries into their session by entry id
+(identity, DESIGN.md: a session is (server, agent, header id), an entry is
+(session, entry id); the live file, its ``.reset``/``.deleted`` rename,
+checkpoint and backup copies are only containers), then derives the session's
+fields: the newest file decides its type and active path, each model call is
+counted once, tool calls are paired with their results. ``import_one`` runs a
+file in one transaction with its ``parsed_files`` row, so that killing the
+importer at any moment leaves the store as it was before that file.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+import orjson
+
+from . import parser as P
+from .reader import WINDOW, Prefetch, ReadOutcome, read_key, read_transcript
+from .sources import SourceFile
+from .store import Store, now_utc
+
+log = logging.getLogger("agentbase")
+
+
+@dataclass
+class ImportReport:
+    files_seen: int = 0
+    files_unchanged: int = 0
+    files_imported: int = 0
+    files_failed: int = 0
+    files_ignored: int = 0
+    messages_added: int = 0
+    entries_added: int = 0
+    bad_lines: int = 0
+    pending_lines: int = 0
+    bytes_read: int = 0
+    events_read: int = 0  # rows and records read from OpenClaw SQLite stores
+    elapsed_s: float = 0.0
+    failures: list[tuple[str, str]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict:
+        return {
+            "files_seen": self.files_seen,
+            "files_unchanged": self.files_unchanged,
+            "files_imported": self.files_imported,
+            "files_failed": self.files_failed,
+            "files_ignored": self.files_ignored,
+            "messages_added": self.messages_added,
+            "entries_added": self.entries_added,
+            "bad_lines": self.bad_lines,
+            "pending_lines": self.pending_lines,
+            "bytes_read": self.bytes_read,
+            "events_read": self.events_read,
+            "elapsed_s": round(self.elapsed_s, 4),
+        }
+
+    def add(self, other: "ImportReport") -> None:
+        """Add a committed file's figures (not its file counters)."""
+        for name in ("messages_added", "entries_added", "bad_lines", "pending_lines", "bytes_read", "events_read"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+
+    def summary(self) -> str:
+        return (
+            f"files: {self.files_seen} seen, {self.files_unchanged} unchanged, "
+            f"{self.files_imported} imported, {self.files_failed} failed, {self.files_ignored} not transcripts; "
+            f"messages added: {self.messages_added}; bad lines: {self.bad_lines}; "
+            f"pending lines: {self.pending_lines}"
+        )
+
+
+class NotATranscript(Exception):
+    pass
+
+
+def source_rank(source: SourceFile) -> str:
+    """Which file decides a session's derived fields: live files and renames
+    over checkpoint/backup copies, then the newest."""
+    return f"{0 if P.is_copy(source.name) else 1}:{source.mtime_ns:020d}:{source.name}"
+
+
+class SessionWriter:
+    """Accumulates one file's entries for one session and writes them."""
+
+    def __init__(self, store: Store, source: SourceFile, session_uuid: str):
+        self.store = store
+        self.source = source
+        self.session_uuid = session_uuid
+        row = store.session(source.server, source.agent_id, session_uuid)
+        if row is None:
+            self.session_id = store.next_id("sessions")
+            store.insert_rows(
+                "sessions",
+                [{
+                    "id": self.session_id, "server": source.server, "agent_id": source.agent_id,
+                    "session_uuid": session_uuid, "file_path": source.path,
+                    "session_type": P.session_type_for(source.name), "message_count": 0,
+                    "created_at": now_utc(), "source_rank": "",
+                }],
+            )
+            self.session = None
+            self.known: dict[str, list] = {}
+            self.counted: set[str] = set()
+        else:
+            self.session_id = row["id"]
+            self.session = row
+            self.known = {
+                eid: [parent, active, h, table] for eid, parent, active, h, table in store.session_entries(row["id"])
+            }
+            self.counted = store.counted_call_keys(row["id"])
+        self.rank = source_rank(source)
+        self.wins = self.session is None or self.rank >= (self.session["source_rank"] or "")
+        self.next_message_id = store.next_id("messages")
+        self.messages: list[dict] = []
+        self.tool_calls: list[dict] = []
+        self.entries: list[dict] = []
+        self.added_messages = 0
+        self.added_entries = 0
+        self.changed = False
+        self.next_call_id = store.next_id("tool_calls")
+        self.open_calls: dict[str, dict] = {}  # this file's calls still waiting for a result
+        self.flushed_calls: dict[str, int] = {}  # ... already written: call_id -> row id
+        self.late_results: dict[str, tuple] = {}  # results whose call is not in memory
+        self.last_entry_id: str | None = None
+        self.created_at = now_utc()
+
+    def add(self, entry: P.Entry) -> None:
+        self.last_entry_id = entry.entry_id
+        digest = entry.raw_hash
+        known = self.known.get(entry.entry_id)
+        if known is not None:
+            if known[2] == digest:
+                return
+            if not self.wins:
+                # An older or lesser copy (backup, checkpoint) disagrees with the
+                # archive: keep its version aside, the archive's stays.
+                self._keep_revision(entry.entry_id, entry.raw.decode("utf-8", "replace"), None)
+                return
+            self._replace(entry.entry_id, known[3])
+        common = {
+            "session_id": self.session_id, "server": self.source.server,
+            "agent_id": self.source.agent_id, "session_uuid": self.session_uuid,
+        }
+        entry.derive()
+        if entry.type == "message":
+            row = entry.row
+            row.update(common)
+            row["id"] = self.next_message_id
+            self.next_message_id += 1
+            row["created_at"] = self.created_at
+            row["is_active_path"] = 1
+            row["raw_hash"] = digest
+            key = row["call_key"]
+            if key is not None and key in self.counted:
+                row["usage_counted"] = 0
+            else:
+                row["usage_counted"] = 1
+                if key is not None:
+                    self.counted.add(key)
+            self.messages.append(row)
+            for call in entry.calls:
+                call.update(common)
+                call.update({
+                    "id": self.next_call_id, "message_id": row["id"], "message_uuid": entry.entry_id,
+                    "is_active_path": 1, "created_at": self.created_at,
+                    "result_message_id": None, "result_preview": None, "is_error": 0,
+                    "exit_code": None, "duration_ms": None,
+                })
+                self.next_call_id += 1
+                self.tool_calls.append(call)
+                if call["call_id"] is not None:
+                    self.open_calls[call["call_id"]] = call
+            if row["role"] == "toolResult" and row["tool_call_id"] is not None:
+                self._result(row, entry.obj.get("message"))
+            self.added_messages += 1
+            table = "messages"
+        else:
+            row = entry.row
+            row.update(common)
+            row["created_at"] = self.created_at
+            row["is_active_path"] = 1
+            row["raw_hash"] = digest
+            self.entries.append(row)
+            self.added_entries += 1
+            table = "entries"
+        self.known[entry.entry_id] = [entry.parent_id, 1, digest, table]
+        self.changed = True
+        if len(self.messages) + len(self.entries) >= 500:
+            self.flush()
+
+    def _replace(self, entry_id: str, table: str) -> None:
+        """An entry came back with different JSON: the newest file's version
+        goes into the main tables, the previous one into entry_revisions."""
+        self.flush()
+        store = self.store
+        if table == "messages":
+            old = store.query(
+                "SELECT id, raw_json, content_blocks, call_key, usage_counted FROM messages "
+                "WHERE session_id = ? AND message_uuid = ?",
+                (self.session_id, entry_id),
+            )[0]
+            store.execute("DELETE FROM tool_calls WHERE message_id = ?", (old["id"],))
+            store.execute("DELETE FROM messages WHERE id = ?", (old["id"],))
+            if old["usage_counted"] and old["call_key"]:
+                self.counted.discard(old["call_key"])
+            raw, content = old["raw_json"], old["content_blocks"]
+            self.added_messages -= 1
+        else:
+            old = store.query(
+                "SELECT id, raw_json FROM entries WHERE session_id = ? AND entry_uuid = ?",
+                (self.session_id, entry_id),
+            )[0]
+            store.execute("DELETE FROM entries WHERE id = ?", (old["id"],))
+            raw, content = old["raw_json"], None
+            self.added_entries -= 1
+        self._keep_revision(entry_id, raw, content)
+
+    def _keep_revision(self, entry_id: str, raw: str, content: str | None) -> None:
+        """Record a version of an entry that is not (or no longer) the archive's."""
+        self.flush()
+        if self.store.query(
+            "SELECT 1 FROM entry_revisions WHERE session_id = ? AND entry_uuid = ? AND raw_json = ?",
+            (self.session_id, entry_id, raw),
+        ):
+            return
+        self.store.insert_rows(
+            "entry_revisions",
+            [{
+                "session_id": self.session_id, "entry_uuid": entry_id, "raw_json": raw,
+                "content_blocks": content, "replaced_at": now_utc(), "replaced_by_file": self.source.path,
+            }],
+        )
+
+    def _result(self, row: dict, message) -> None:
+        """Pair a tool result with its call: in memory when the call is in this
+        file (the usual case), else by an UPDATE when the file is finished."""
+        failed, exit_code, duration = P.result_failed(message if isinstance(message, dict) else {})
+        values = {"result_message_id": row["id"], "result_preview": row["text_preview"],
+                  "is_error": int(failed), "exit_code": exit_code, "duration_ms": duration}
+        call_id = row["tool_call_id"]
+        call = self.open_calls.get(call_id)
+        if call is not None:
+            call.update(values)
+            if not row["is_synthetic"]:
+                del self.open_calls[call_id]
+            return
+        if call_id in self.late_results and row["is_synthetic"]:
+            return  # a real result already arrived; the synthetic stand-in does not replace it
+        values["synthetic"] = row["is_synthetic"]
+        self.late_results[call_id] = values
+
+    def flush(self) -> None:
+        self.store.insert_rows("messages", self.messages)
+        self.store.insert_rows("tool_calls", self.tool_calls)
+        self.store.insert_rows("entries", self.entries)
+        if self.open_calls:
+            # Calls written before their result arrived: paired by UPDATE later.
+            for call_id, call in self.open_calls.items():
+                self.flushed_calls[call_id] = call["id"]
+            self.open_calls = {}
+        self.messages, self.tool_calls, self.entries = [], [], []
+
+    def finish(self, state: P.ParseState) -> None:
+        """Derived fields: the session's newest file, active path, tool-result
+        pairing and totals."""
+        self.flush()
+        store = self.store
+        rank = self.rank
+        session = self.session
+        wins = self.wins
+        values: dict = {}
+        leaf = session["leaf_entry_id"] if session is not None else None
+        if wins:
+            values.update({
+                "source_rank": rank, "file_path": self.source.path,
+                "session_type": P.session_type_for(self.source.name),
+            })
+            if self.last_entry_id is not None:
+                leaf = self.last_entry_id
+                values["leaf_entry_id"] = leaf
+        header = state.header
+        old_header = session["header_json"] if session is not None else None
+        if header is not None and old_header is not None:
+            new_header = state.header_raw.decode("utf-8", "replace")
+            if new_header != old_header:
+                # Keep the header that loses as a revision: every line stays rebuildable.
+                self._keep_revision("@header", old_header if wins else new_header, None)
+        if header is not None and (wins or session is None or session["header_json"] is None):
+            values.update({
+                "cwd": P._str(header.get("cwd"), 512),
+                "started_at": P.format_timestamp(header.get("timestamp")),
+                "version": P._int(header.get("version")) or 1,
+                "parent_session": P._str(header.get("parentSession") or header.get("branchedFrom"), 512),
+                "header_json": state.header_raw.decode("utf-8", "replace"),
+            })
+        if self.changed or (session is not None and leaf != session["leaf_entry_id"]):
+            self._mark_active_path(leaf)
+        self._pair_remaining()
+        if self.changed or session is None:
+            agg = store.query(
+                "SELECT COUNT(*), MIN(timestamp), MAX(timestamp), "
+                "SUM(input_tokens * usage_counted), SUM(output_tokens * usage_counted), "
+                "SUM(cache_read_tokens * usage_counted), SUM(cache_write_tokens * usage_counted), "
+                "SUM(total_tokens * usage_counted), SUM(cost_usd * usage_counted) "
+                "FROM messages WHERE session_id = ?",
+                (self.session_id,),
+            )[0]
+            values.update({
+                "message_count": agg[0], "first_message_at": agg[1], "last_message_at": agg[2],
+                "input_tokens": agg[3], "output_tokens": agg[4], "cache_read_tokens": agg[5],
+                "cache_write_tokens": agg[6], "total_tokens": agg[7], "cost_usd": agg[8],
+            })
+        if values:
+            values["updated_at"] = now_utc()
+            store.update("sessions", self.session_id, values)
+
+    def _mark_active_path(self, leaf: str | None) -> None:
+        parents = {eid: info[0] for eid, info in self.known.items()}
+        path = P.active_path(leaf, parents)
+        changes: dict[str, list] = {"messages": [], "entries": []}
+        for eid, info in self.known.items():
+            want = 1 if eid in path else 0
+            if info[1] != want:
+                info[1] = want
+                changes[info[3]].append((want, eid))
+        store = self.store
+        if changes["messages"]:
+            store.executemany(
+                "UPDATE messages SET is_active_path = ? WHERE session_id = ? AND message_uuid = ?",
+                [(w, self.session_id, e) for w, e in changes["messages"]],
+            )
+            store.executemany(
+                "UPDATE tool_calls SET is_active_path = ? WHERE session_id = ? AND message_uuid = ?",
+                [(w, self.session_id, e) for w, e in changes["messages"]],
+            )
+        if changes["entries"]:
+            store.executemany(
+                "UPDATE entries SET is_active_path = ? WHERE session_id = ? AND entry_uuid = ?",
+                [(w, self.session_id, e) for w, e in changes["entries"]],
+            )
+
+    def _pair_remaining(self) -> None:
+        """Pairs that could not be made in memory: results for calls already
+        written (earlier in this file or in an earlier run), and calls of this
+        file whose result was imported before them."""
+        store = self.store
+        sets = ("UPDATE tool_calls SET result_message_id = ?, result_preview = ?, is_error = ?, "
+                "exit_code = ?, duration_ms = ? ")
+        if self.late_results:
+            # A real result replaces a synthetic "missing tool result"; never the reverse.
+            store.executemany(
+                sets + "WHERE session_id = ? AND call_id = ? AND (result_message_id IS NULL OR ? = 0)",
+                [(v["result_message_id"], v["result_preview"], v["is_error"], v["exit_code"],
+                  v["duration_ms"], self.session_id, call_id, v["synthetic"])
+                 for call_id, v in self.late_results.items()],
+            )
+        waiting = [c for c in self.flushed_calls if c not in self.late_results]
+        if not waiting:
+            return
+        updates = []
+        for i in range(0, len(waiting), 500):
+            batch = waiting[i:i + 500]
+            marks = ", ".join("?" for _ in batch)
+            seen = set()
+            for r in store.execute(
+                "SELECT id, tool_call_id, text_preview, raw_json FROM messages WHERE session_id = ? "
+                f"AND role = 'toolResult' AND tool_call_id IN ({marks}) ORDER BY is_synthetic, id",
+                (self.session_id, *batch),
+            ):
+                if r[1] in seen:
+                    continue
+                seen.add(r[1])
+                try:
+                    message = orjson.loads(r[3]).get("message")
+                except (orjson.JSONDecodeError, AttributeError):
+                    message = None
+                failed, exit_code, duration = P.result_failed(message if isinstance(message, dict) else {})
+                updates.append((r[0], r[2], int(failed), exit_code, duration, self.flushed_calls[r[1]]))
+        if updates:
+            store.executemany(sets + "WHERE id = ?", updates)
+
+
+
+def import_file(store: Store, source: SourceFile, previous, report: ImportReport,
+                prefetch: Prefetch | None = None) -> None:
+    """The writer stage for one transcript, inside the caller's transaction:
+    entries merged into the session by id, then derived fields and the
+    file's parsed_files row."""
+    if prefetch is not None and prefetch.key == read_key(previous):
+        stream = prefetch.stream()
+    else:
+        if prefetch is not None:  # another importer moved the file on meanwhile
+            prefetch.cancel()
+        stream = read_transcript(source, previous)
+    writer: SessionWriter | None = None
+    while True:
+        try:
+            session_id, entries = next(stream)
+        except StopIteration as stop:
+            outcome: ReadOutcome = stop.value
+            break
+        if writer is None:
+            writer = SessionWriter(store, source, session_id)
+        for entry in entries:
+            writer.add(entry)
+    state = outcome.state
+    if not outcome.typed and (outcome.bad or outcome.saw_entries):
+        raise NotATranscript("not an OpenClaw transcript: no session header and no known entry type")
+    if writer is None and state.header is not None:
+        writer = SessionWriter(store, source, state.session_id)
+    if writer is not None:
+        writer.finish(state)
+        report.messages_added += writer.added_messages
+        report.entries_added += writer.added_entries
+    consumed_to, head, tail = outcome.consumed_to, outcome.head, outcome.tail
+    report.bytes_read += outcome.bytes_read
+    report.bad_lines += outcome.bad - ((previous["bad_lines"] or 0) if outcome.append else 0)
+    report.pending_lines += outcome.pending
+    store.upsert_row(
+        "parsed_files",
+        {
+            "server": source.server, "agent_id": source.agent_id, "file_path": source.path,
+            "file_mtime": source.mtime_ns // 1_000_000_000, "file_mtime_ns": source.mtime_ns,
+            "file_size": source.size, "status": "success", "parsed_at": now_utc(), "error_message": None,
+            "session_uuid": state.session_id or (previous["session_uuid"] if previous is not None else None),
+            "session_type": P.session_type_for(source.name),
+            "parsed_offset": consumed_to, "parsed_lines": state.next_line,
+            "head_hash": P.short_hash(head[: min(WINDOW, consumed_to)]) if consumed_to else None,
+            "tail_hash": P.short_hash(tail) if consumed_to else None,
+            "last_entry_id": state.last_entry_id, "legacy_format": int(state.legacy),
+            "bad_lines": outcome.bad, "pending_lines": outcome.pending, "entries_read": outcome.entries_read,
+        },
+        ("server", "agent_id", "file_path"),
+    )
+
+
+def record_problem(store: Store, source: SourceFile, status: str, message: str) -> None:
+    with store.transaction():
+        store.upsert_row(
+            "parsed_files",
+            {
+                "server": source.server, "agent_id": source.agent_id, "file_path": source.path,
+                "file_mtime": source.mtime_ns // 1_000_000_000, "file_mtime_ns": source.mtime_ns,
+                "file_size": source.size, "status": status, "parsed_at": now_utc(),
+                "error_message": message, "parsed_offset": 0, "parsed_lines": 0,
+                "head_hash": None, "tail_hash": None, "bad_lines": 0, "pending_lines": 0,
+            },
+            ("server", "agent_id", "file_path"),
+        )
+
+
+
+def import_index(store: Store, source: SourceFile) -> None:
+    """sessions.json: session key -> label, display name, channel, chat type..."""
+    with source.open() as f:
+        data = orjson.loads(f.read())
+    if not isinstance(data, dict):
+        raise NotATranscript("sessions.json is not a JSON object")
+    rows = []
+    for key, value in data.items():
+        if not isinstance(value, dict) or not isinstance(value.get("sessionId"), str):
+            continue
+        origin = value.get("origin") if isinstance(value.get("origin"), dict) else {}
+        rows.append({
+            "server": source.server, "agent_id": source.agent_id, "session_key": key[:255],
+            "session_uuid": value["sessionId"][:64],
+            "label": P._str(value.get("label"), 255),
+            "display_name": P._str(value.get("displayName"), 255),
+            "channel": P._str(value.get("channel") or value.get("lastChannel") or origin.get("provider"), 64),
+            "chat_type": P._str(value.get("chatType") or origin.get("chatType"), 32),
+            "spawned_by": P._str(value.get("spawnedBy"), 255),
+            "updated_at": P._int(value.get("updatedAt")),
+        })
+    for row in rows:
+        store.upsert_row("session_index", row, ("server", "agent_id", "session_key"))
+    store.upsert_row(
+        "parsed_files",
+        {
+            "server": source.server, "agent_id": source.agent_id, "file_path": source.path,
+            "file_mtime": source.mtime_ns // 1_000_000_000, "file_mtime_ns": source.mtime_ns,
+            "file_size": source.size, "status": "success", "parsed_at": now_utc(), "error_message": None,
+            "session_type": "index", "parsed_offset": source.size, "bad_lines": 0, "pending_lines": 0,
+        },
+        ("server", "agent_id", "file_path"),
+    )
+
+
+def apply_index(store: Store, server: str, agent_id: str) -> None:
+    """Copy sessions.json metadata onto the sessions it names (newest key wins)."""
+    index = store.query(
+        "SELECT * FROM session_index WHERE server = ? AND agent_id = ? ORDER BY updated_at, session_key",
+        (server, agent_id),
+    )
+    if not index:
+        return
+    latest = {row["session_uuid"]: row for row in index}
+    fields = ("session_key", "label", "display_name", "channel", "chat_type", "spawned_by")
+    updates = []
+    for s in store.query(
+        "SELECT id, session_uuid, " + ", ".join(fields) + " FROM sessions WHERE server = ? AND agent_id = ?",
+        (server, agent_id),
+    ):
+        row = latest.get(s["session_uuid"])
+        if row is None:
+            continue
+        values = tuple(row[f] for f in fields)
+        if values != tuple(s[f] for f in fields):
+            updates.append((*values, s["id"]))
+    if updates:
+        store.executemany(
+            "UPDATE sessions SET " + ", ".join(f"{f} = ?" for f in fields) + " WHERE id = ?", updates
+        )
+
+
+
+def in_transaction(store: Store, label: str, work: Callable[["ImportReport"], None],
+                    attempts: int = 5) -> "ImportReport":
+    """Run ``work`` in one transaction, again when the engine asks for it (a
+    deadlock); the figures it reports count only the attempt that committed."""
+    for attempt in range(attempts):
+        part = ImportReport()
+        try:
+            with store.transaction():
+                work(part)
+            return part
+        except Exception as exc:
+            if attempt + 1 < attempts and store.retryable(exc):
+                log.info("retrying %s after %s", label, exc)
+                time.sleep(0.05 * (attempt + 1))
+                continue
+            raise
+    raise AssertionError("unreachable")
+
+
+def import_one(store: Store, source: SourceFile, prefetch: Prefetch | None = None) -> "ImportReport":
+    """One file in one transaction (with what a Prefetch already read, if any)."""
+    unused = [prefetch] if prefetch is not None else []
+
+    def work(part: ImportReport) -> None:
+        ahead = unused.pop() if unused else None  # a retry reads the file again itself
+        # Read again under the write lock: another importer may have taken
+        # this file since the listing.
+        previous = store.parsed_file(source.server, source.agent_id, source.path)
+        if source.kind == "index":
+            import_index(store, source)
+        elif unchanged(source, previous):
+            part.files_unchanged = 1
+        else:
+            import_file(store, source, previous, part, ahead)
+            ahead = None
+        if ahead is not None:
+            ahead.cancel()
+
+    try:
+        return in_transaction(store, source.path, work)
+    finally:
+        for left in unused:
+            left.cancel()
+
+
+
+
+def unchanged(source: SourceFile, previous) -> bool:
+    return (
+        previous is not None
+        and previous["status"] in ("success", "ignored")
+        and previous["file_size"] == source.size
+        and previous["file_mtime_ns"] == source.mtime_ns
+    )
