@@ -17,13 +17,19 @@ in Datasette 1.0, with the same arguments):
   columns of the canned queries (conversation, session, message, tool_call)
   are left to datasette-json-html.
 - ``register_routes``: the conversation view ``/-/agentbase/session/<id>``,
-  the dashboard ``/-/agentbase`` and the stylesheet.
-- ``extra_css_urls``, ``menu_links``; ``startup`` computes the dashboard's
-  figures in a background thread.
+  the dashboard ``/-/agentbase``, the login page ``/-/agentbase/login`` and
+  the stylesheet.
+- ``permission_allowed`` and ``forbidden``: with a password configured,
+  everything is behind the login (see access.py).
+- ``prepare_jinja2_environment``: ``agentbase_next_href(rows, columns)`` for
+  the "Next page" link of the canned queries that page (templates/query.html).
+- ``extra_css_urls``, ``menu_links``; ``startup`` checks the access settings
+  and computes the dashboard's figures in a background thread.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import threading
@@ -36,7 +42,7 @@ from markupsafe import Markup
 
 from importer.search import fts_query
 
-from . import conversation, dashboard, render
+from . import access, conversation, dashboard, render
 from .snippets import snippet
 
 HERE = Path(__file__).resolve().parent
@@ -44,7 +50,7 @@ CSS_PATH = HERE / "static" / "agentbase.css"
 SNAPSHOT_MARKER = "agentbase_snapshot"
 TRANSCRIPT_TABLES = {"sessions", "messages", "tool_calls", "entries", "entry_revisions", "parsed_files",
                      "session_index"}
-LINK_COLUMNS = {"conversation", "session", "message", "tool_call", "messages"}
+LINK_COLUMNS = {"conversation", "session", "message", "tool_call", "messages", "next"}
 BLOCK_COLUMNS = {"content_blocks", "tool_calls_json"}
 JSON_COLUMNS = {"raw_json", "header_json", "arguments"}
 THINKING_COLUMNS = {"thinking_text", "thinking"}
@@ -105,7 +111,7 @@ def prepare_connection(conn, database, datasette):
     def query_url(name, *pairs):
         if not isinstance(name, str):
             return None
-        params = [(str(k), "" if v is None else str(v)) for k, v in zip(pairs[::2], pairs[1::2])]
+        params = [(str(k), str(v)) for k, v in zip(pairs[::2], pairs[1::2]) if v is not None]
         return str(datasette.urls.query(database, name)) + ("?" + urlencode(params) if params else "")
 
     conn.create_function("agentbase_query_url", -1, query_url)
@@ -264,8 +270,10 @@ def _dashboard_key(db, server, days) -> tuple:
 
 @hookimpl
 def startup(datasette):
-    """Compute the dashboard's default figures in the background (a full pass over the messages:
+    """Check the access settings (a configured password that is missing stops the server), then
+    compute the dashboard's default figures in the background (a full pass over the messages:
     about a second per million), so its first visit does not wait for them."""
+    access.check_startup(datasette)
     snapshots = [db for db in datasette.databases.values()
                  if not db.is_mutable and not db.is_memory and db.path]
 
@@ -288,6 +296,11 @@ def startup(datasette):
 
     if snapshots:
         threading.Thread(target=warm, name="agentbase-dashboard", daemon=True).start()
+
+    async def verify_access():
+        await access.verify(datasette)
+
+    return verify_access
 
 
 async def dashboard_view(datasette, request):
@@ -358,5 +371,37 @@ def register_routes():
     return [
         (r"^/-/agentbase/session/(?P<id>\d+)$", session_view),
         (r"^/-/agentbase/?$", dashboard_view),
+        (r"^/-/agentbase/login$", access.login_view),
         (r"^/-/agentbase/agentbase\.css$", css_view),
     ]
+
+
+# -- access ------------------------------------------------------------------------------------
+
+@hookimpl
+def permission_allowed(datasette, actor, action, resource):
+    return access.permission_allowed(datasette, actor, action)
+
+
+@hookimpl
+def forbidden(datasette, request, message):
+    return access.forbidden(datasette, request, message)
+
+
+# -- paging ------------------------------------------------------------------------------------
+
+def next_href(rows, columns) -> str | None:
+    """The href of the last row's ``next`` link (a canned query with more pages), else None."""
+    try:
+        if not rows or "next" not in columns:
+            return None
+        value = rows[-1]["next"]
+        href = json.loads(value).get("href") if isinstance(value, str) else None
+    except (TypeError, ValueError, KeyError, IndexError, AttributeError):
+        return None
+    return href if isinstance(href, str) and href.startswith("/") and not href.startswith("//") else None
+
+
+@hookimpl
+def prepare_jinja2_environment(env):
+    env.globals["agentbase_next_href"] = next_href

@@ -5,6 +5,13 @@ default file name, snapshot.db); a snapshot under another name gets the same
 metadata under its own name. The counts file written by the export
 (``<name>-inspect.json``) is passed as ``--inspect-file`` when it describes
 this very file (same size), under the same re-keying.
+
+Access (README, "Access"): ``password_env`` names the environment variable
+holding the password; the metadata gets the plugin setting
+``{"password": {"$env": NAME}}`` (the name only: Datasette reads the value
+from the environment), so every page is behind ``/-/agentbase/login``.
+``no_sql`` turns off arbitrary SQL and the database download (canned queries
+stay).
 """
 
 from __future__ import annotations
@@ -22,6 +29,10 @@ METADATA_KEY = "snapshot"
 # every column of the table on each page view: seconds on a million messages, so they are off; the
 # facets of metadata.yml (and ?_facet=) still work.
 DEFAULT_SETTINGS = {"suggest_facets": "off"}
+# --no-sql: no SQL of the visitor's own (the execute-sql permission: ?sql=, _where=, the SQL editor), and no
+# download of the whole file to query elsewhere; the canned queries, tables and rows stay.
+NO_SQL_SETTINGS = {"default_allow_sql": "off", "allow_download": "off"}
+PLUGIN_NAME = "datasette-agentbase"
 
 
 def default_metadata_path() -> Path | None:
@@ -52,6 +63,17 @@ def load_metadata(snapshot: Path, metadata_path: Path | None = None) -> dict:
         databases = dict(databases)
         databases[name] = databases.pop(METADATA_KEY)
         metadata["databases"] = databases
+    return metadata
+
+
+def with_password(metadata: dict, password_env: str | None) -> dict:
+    """The metadata with the plugin's password setting: the variable's name, never its value."""
+    if not password_env:
+        return metadata
+    metadata = dict(metadata)
+    plugins = dict(metadata.get("plugins") or {})
+    plugins[PLUGIN_NAME] = {**(plugins.get(PLUGIN_NAME) or {}), "password": {"$env": password_env}}
+    metadata["plugins"] = plugins
     return metadata
 
 
@@ -92,20 +114,24 @@ def datasette_args(snapshot: Path, host: str, port: int, metadata_file: Path, in
 
 
 def serve(snapshot: Path, host: str = "127.0.0.1", port: int = 8001, metadata_path: Path | None = None,
-          template_dir: Path | None = None, settings: dict | None = None) -> None:
-    """Run Datasette (blocks until it stops)."""
+          template_dir: Path | None = None, settings: dict | None = None, password_env: str | None = None,
+          no_sql: bool = False) -> None:
+    """Run Datasette (blocks until it stops). ``password_env``: the environment variable holding the
+    password that puts the explorer behind a login; ``no_sql``: no arbitrary SQL."""
     from datasette.cli import cli as datasette_cli
 
     snapshot = Path(snapshot)
     with tempfile.TemporaryDirectory(prefix="agentbase-serve-") as tmp:
         metadata_file = Path(tmp) / "metadata.json"
-        metadata_file.write_text(json.dumps(load_metadata(snapshot, metadata_path)), encoding="utf-8")
+        metadata = with_password(load_metadata(snapshot, metadata_path), password_env)
+        metadata_file.write_text(json.dumps(metadata), encoding="utf-8")
         inspect_file = None
         counts = load_inspect(snapshot)
         if counts is not None:
             inspect_file = Path(tmp) / "inspect.json"
             inspect_file.write_text(json.dumps(counts), encoding="utf-8")
         args = datasette_args(snapshot, host, port, metadata_file, inspect_file,
-                              template_dir or default_template_dir(), {**DEFAULT_SETTINGS, **(settings or {})})
+                              template_dir or default_template_dir(),
+                              {**DEFAULT_SETTINGS, **(settings or {}), **(NO_SQL_SETTINGS if no_sql else {})})
         os.environ.setdefault("PYTHONUNBUFFERED", "1")
         datasette_cli.main(args=args, prog_name="agentbase serve", standalone_mode=True)

@@ -310,19 +310,58 @@ def _config_run(config_file, server, agent, db, json_summary, quiet, export):
 @click.option("--template-dir", type=click.Path(exists=True, file_okay=False),
               help="Datasette templates (default: the repository's templates/).")
 @click.option("--setting", "settings", type=(str, str), multiple=True, help="A Datasette setting: NAME VALUE.")
-def serve(snapshot, host, port, metadata_path, template_dir, settings):
+@click.option("--password-env", metavar="VAR",
+              help="Put the explorer behind a login; the password is read from environment variable VAR "
+              "(never give the password itself on the command line).")
+@click.option("--no-sql", is_flag=True, help="Turn off arbitrary SQL (and the database download); "
+              "the canned queries, tables and rows stay.")
+@click.option("--config", "config_file", type=click.Path(dir_okay=False),
+              help="Read the serve: section (password_env, sql) of this config file "
+              "(default: $AGENTBASE_CONFIG or ~/.config/agentbase/config.yml if it exists).")
+def serve(snapshot, host, port, metadata_path, template_dir, settings, password_env, no_sql, config_file):
     """Explore SNAPSHOT (default: snapshot.db beside the embedded store) with
     Datasette: immutable, with its counts file, metadata, templates and the
     AgentBase plugin (conversation view, dashboard)."""
+    from .config import ConfigError, load_serve_options
     from .export import default_snapshot_path
 
+    try:
+        options = load_serve_options(config_file)
+    except ConfigError as exc:
+        raise click.ClickException(str(exc)) from None
+    password_env = password_env or options.password_env
+    no_sql = no_sql or not options.sql
+    if password_env is not None:
+        _check_password_env(password_env)
+    elif host not in ("127.0.0.1", "localhost", "::1"):
+        click.echo(f"warning: serving on {host} without a password: anyone who can reach it reads every "
+                   "transcript (use --password-env VAR)", err=True)
     path = Path(snapshot).expanduser() if snapshot else default_snapshot_path()
     if not path.is_file():
         raise click.ClickException(f"no snapshot at {path}: run `agentbase export` first")
     from datasette_agentbase.serve import serve as run_serve
 
     run_serve(path, host=host, port=port, metadata_path=Path(metadata_path) if metadata_path else None,
-              template_dir=Path(template_dir) if template_dir else None, settings=dict(settings))
+              template_dir=Path(template_dir) if template_dir else None, settings=dict(settings),
+              password_env=password_env, no_sql=no_sql)
+
+
+def _check_password_env(name: str) -> None:
+    """The variable must be named properly and hold a password. Messages never repeat the name: a
+    password given by mistake in its place would be printed."""
+    import os
+    import re
+
+    from datasette_agentbase.access import MIN_PASSWORD_LENGTH
+
+    if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", name):
+        raise click.ClickException("--password-env takes the NAME of an environment variable (letters, digits "
+                                   "and _), which holds the password; never the password itself")
+    value = os.environ.get(name)
+    if not value:
+        raise click.ClickException("the environment variable given to --password-env is not set or empty")
+    if len(value) < MIN_PASSWORD_LENGTH:
+        raise click.ClickException(f"the explorer's password is shorter than {MIN_PASSWORD_LENGTH} characters")
 
 
 def main() -> None:  # console_scripts entry point

@@ -41,8 +41,10 @@ DEFAULT_READ_TIMEOUT = 60.0
 
 _TOP_KEYS = {
     "database", "timezone", "known_hosts", "accept_new_host_keys", "ssh_config", "connect_timeout",
-    "read_timeout", "snapshot", "agents", "servers",
+    "read_timeout", "snapshot", "agents", "servers", "serve",
 }
+_SERVE_KEYS = {"password_env", "sql"}
+_ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _SERVER_KEYS = {"name", "local", "host", "port", "user", "identity_file", "state_dir", "agents"}
 _SECRET_KEYS = {"password", "passwd", "passphrase", "secret", "db_password", "database_password"}
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
@@ -51,6 +53,13 @@ _VAR_RE = re.compile(r"\$(?:\$|\{(?P<braced>[A-Za-z_][A-Za-z0-9_]*)(?::-(?P<defa
 
 class ConfigError(Exception):
     """A problem in the config file a user can fix; the message is one line."""
+
+
+@dataclass
+class ServeOptions:
+    """The config file's ``serve:`` section, for ``agentbase serve``."""
+    password_env: str | None = None  # the environment variable holding the explorer's password
+    sql: bool = True  # False: no arbitrary SQL (canned queries stay)
 
 
 @dataclass
@@ -83,6 +92,7 @@ class Config:
     read_timeout: float = DEFAULT_READ_TIMEOUT
     snapshot: str | None = None  # None: snapshot.db beside a SQLite database, else beside the embedded store
     agents: list[str] | None = None  # default for servers without their own list
+    serve: ServeOptions | None = None  # the serve: section (agentbase serve)
 
     def server(self, name: str) -> ServerConfig:
         for s in self.servers:
@@ -227,12 +237,15 @@ def _server(data: Any, index: int) -> ServerConfig:
 def _check_database(raw: str | None, where: str) -> None:
     if raw is None or "://" not in raw:
         return
+    from .store import mask_url
+
     try:
         parts = urlsplit(raw)
-        has_password = parts.password is not None
+        # mask_url also sees a password holding / # ? that urlsplit cuts short
+        has_password = parts.password is not None or mask_url(raw) != raw
     except ValueError:
         raise ConfigError(f"{where}: not a valid database URL") from None
-    if has_password and "$" not in (parts.password or ""):
+    if has_password and "$" not in (raw.partition("://")[2].rpartition("@")[0]):
         raise ConfigError(
             f"{where}: the database URL holds a password; remove it from the file and set "
             "AGENTBASE_DB_PASSWORD (or write ${VARIABLE} in its place)"
@@ -251,6 +264,53 @@ def _timezone(name: str | None, where: str) -> str | None:
     return name
 
 
+def _serve_options(raw: Any, where: str) -> ServeOptions:
+    """The ``serve:`` section, checked before any ``$VAR`` is expanded (it names a variable; its value,
+    the password, must never end up in the file or in a message)."""
+    if raw is None:
+        return ServeOptions()
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{where}: expected a mapping (password_env, sql)")
+    for k in raw:
+        if isinstance(k, str) and k.lower() in _SECRET_KEYS:
+            raise ConfigError(f"{where}.{k}: the password does not belong in the config file; put it in an "
+                              "environment variable and name that variable with password_env")
+    unknown = sorted(set(map(str, raw)) - _SERVE_KEYS)
+    if unknown:
+        raise ConfigError(f"{where}: unknown key {unknown[0]!r} (known: {', '.join(sorted(_SERVE_KEYS))})")
+    name = raw.get("password_env")
+    if name is not None and (not isinstance(name, str) or not _ENV_NAME_RE.match(name)):
+        # the value is not repeated: it could be the password itself, written here by mistake
+        raise ConfigError(f"{where}.password_env: expected the name of an environment variable "
+                          "(letters, digits and _), not a password")
+    return ServeOptions(password_env=name, sql=_bool(raw, "sql", where, True))
+
+
+def load_serve_options(path: str | os.PathLike | None = None) -> ServeOptions:
+    """The ``serve:`` section of the config file (default: :func:`default_config_path`; none there:
+    the defaults). Only this section is read, so serving needs none of the servers' variables."""
+    import yaml
+
+    where = Path(path).expanduser() if path else default_config_path()
+    try:
+        text = where.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        if path:
+            raise ConfigError(f"no config file at {where}") from None
+        return ServeOptions()
+    except OSError as exc:
+        raise ConfigError(f"cannot read the config file {where}: {exc.strerror or exc}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError:
+        raise ConfigError(f"{where}: invalid YAML") from None
+    if data is None:
+        return ServeOptions()
+    if not isinstance(data, dict):
+        raise ConfigError(f"{where}: expected a mapping of keys (database, servers, serve, ...)")
+    return _serve_options(data.get("serve"), f"{where}: serve")
+
+
 def parse_config(data: Any, path: str = "<config>") -> Config:
     """Check a parsed YAML document and build the :class:`Config`."""
     if data is None:
@@ -262,6 +322,7 @@ def parse_config(data: Any, path: str = "<config>") -> Config:
     if unknown:
         raise ConfigError(f"{path}: unknown key {unknown[0]!r} (known: {', '.join(sorted(_TOP_KEYS))})")
     _check_database(data.get("database") if isinstance(data.get("database"), str) else None, f"{path}: database")
+    serve = _serve_options(data.get("serve"), f"{path}: serve")
     data = _expand_all(data, path)
     servers_raw = data.get("servers")
     if servers_raw is None:
@@ -289,6 +350,7 @@ def parse_config(data: Any, path: str = "<config>") -> Config:
         read_timeout=_number(data, "read_timeout", path, DEFAULT_READ_TIMEOUT),
         snapshot=_str(data, "snapshot", path),
         agents=_agents(data, "agents", path),
+        serve=serve,
     )
 
 

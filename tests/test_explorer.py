@@ -507,3 +507,94 @@ def test_serve_without_snapshot_is_one_line(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "importer", "serve", str(tmp_path / "none.db")],
                           cwd=REPO, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 1 and "no snapshot at" in proc.stderr and "Traceback" not in proc.stderr
+
+
+# -- paging: a page of `limit` rows (default 200), the last row's `next` link to the next one -----------------
+
+def pages(site, query: str, **params) -> list[list[dict]]:
+    """Every page of a canned query, following the `next` links; each page's rows without `next`."""
+    from urllib.parse import parse_qsl, urlsplit
+
+    out = []
+    for _ in range(50):
+        rows = site.rows(query, **params)
+        assert all(r["next"] is None for r in rows[:-1]), "only the last row links to the next page"
+        out.append([{k: v for k, v in r.items() if k != "next"} for r in rows])
+        if not rows or rows[-1]["next"] is None:
+            return out
+        href, label = link(rows[-1]["next"])
+        assert label == "next page" and href.startswith(f"/{site.db}/{query}?")
+        params = dict(parse_qsl(urlsplit(href).query))
+    raise AssertionError("more than 50 pages")
+
+
+@pytest.mark.parametrize("query, params, size", [
+    ("exec_commands", {"agent": "main", "day": "2026-04-05"}, 1),
+    ("exec_commands", {}, 1),
+    ("thinking", {}, 1),
+    ("agent_day", {}, 3),
+    ("agent_day", {"agent": "main", "day": "2026-04-05"}, 2),
+    ("failed_tools", {}, 1),  # a tool call, then a model error: cursors t<id> and m<id>
+    ("daily_cost", {"day": "2026-04"}, 1),
+    ("daily_cost", {}, 3),
+])
+def test_paging_gives_every_row_once_in_order(site, query, params, size):
+    whole = [{k: v for k, v in r.items() if k != "next"} for r in site.rows(query, **params)]
+    assert len(whole) > size
+    got = pages(site, query, **params, limit=size)
+    assert [len(p) for p in got] == [size] * (len(whole) // size) + ([len(whole) % size] if len(whole) % size else [])
+    assert [r for p in got for r in p] == whole
+
+
+def test_paging_defaults_and_bounds(site):
+    for name in ("exec_commands", "thinking", "agent_day", "daily_cost", "failed_tools"):
+        rows = site.rows(name)  # default: 200 rows a page; these fit on one
+        assert rows and all(r["next"] is None for r in rows), name
+    # the next page is for the day that was shown, even when the first page left the day empty
+    first = site.rows("agent_day", limit=4)
+    assert len(first) == 4 and link(first[-1]["next"])[0] == (
+        f"/{site.db}/agent_day?day=2026-04-06&limit=4&after={link(first[-1]['message'])[1][1:]}")
+    assert len(site.rows("agent_day", limit=0)) == 10  # 0 or nonsense: the default
+    assert len(site.rows("agent_day", limit="x")) == 10 and len(site.rows("agent_day", limit=-3)) == 1
+    assert site.rows("agent_day", after=999999) == []  # a cursor that names no row: nothing, not everything
+    assert site.rows("failed_tools", after="x1") == []
+
+
+def test_paging_html(site):
+    html = site.get(f"/{site.db}/agent_day?agent=main&day=2026-04-05&limit=5").text
+    assert '<p class="ab-next-page"><a href="/snapshot/agent_day?agent=main&amp;day=2026-04-05&amp;limit=5&amp;after=' in html
+    assert html.count("Next page") == 1 and "<title>snapshot: Everything an agent did on a day</title>" in html
+    # the form keeps agent, day, server and limit; not `after`, so a new choice starts at the first page
+    assert all(f'name="{name}"' in html for name in ("agent", "day", "server", "limit"))
+    assert 'name="after"' not in html
+    assert "ab-next-page" not in site.get(f"/{site.db}/agent_day?agent=main&day=2026-04-05").text
+    assert "ab-next-page" not in site.get(f"/{site.db}/messages").text
+
+
+def test_search_filter_beyond_the_best_2000(snapshot, tmp_path):
+    """An agent with a match outside the 2,000 best overall: found by ranking only its own messages."""
+    import shutil
+    import sqlite3
+
+    copy = tmp_path / "snapshot.db"
+    shutil.copy(snapshot, copy)
+    conn = sqlite3.connect(copy)
+    cols = [r[1] for r in conn.execute("PRAGMA table_info(messages)") if r[1] != "id"]
+    top = conn.execute("SELECT MAX(id) FROM messages").fetchone()[0]
+    rows, fts = [], []
+    for i in range(1, 2102):
+        rows.append((top + i, "bulk" if i < 2101 else "main"))
+        # short bodies rank best; the one message of main is long, so it ranks last
+        fts.append((top + i, "walrus" if i < 2101 else "walrus " + "filler " * 400))
+    conn.executemany(f"INSERT INTO messages (id, {', '.join(cols)}) SELECT ?, {', '.join(cols)} FROM messages "
+                     "WHERE id = 1", [(r[0],) for r in rows])
+    conn.executemany("UPDATE messages SET agent_id = ?, usage_counted = 1 WHERE id = ?", [(a, i) for i, a in rows])
+    conn.executemany("INSERT INTO messages_fts (rowid, body) VALUES (?, ?)", fts)
+    conn.commit()
+    conn.close()
+    site = Site(copy)
+    main = site.rows("search", q="walrus", agent="main")
+    assert [link(r["message"])[1] for r in main] == [f"#{top + 2101}"]
+    assert len(site.rows("search", q="walrus", agent="bulk")) == 100
+    assert len(site.rows("search", q="walrus", server="alpha")) == 100
+    assert site.rows("search", q="walrus", agent="ops") == []

@@ -194,3 +194,104 @@ def test_other_pages_run_no_payload(served, browser, path):
     assert_nothing_ran(browser)
     if path == "/-/agentbase":
         browser.save_screenshot(str(artifact_dir() / "dashboard.png"))
+
+
+# -- with a password: the login -------------------------------------------------------------------------------
+
+LOGIN_PASSWORD = "correct horse battery staple 部署"
+LOGIN_VAR = "AGENTBASE_BROWSER_TEST_PASSWORD"
+
+
+@pytest.fixture(scope="module")
+def served_locked(tmp_path_factory):
+    """`agentbase serve SNAPSHOT --password-env VAR` (the password only in the environment); yields
+    (base URL, the server's pid, its private temporary folder, its output files)."""
+    work = tmp_path_factory.mktemp("browser-locked")
+    snapshot = build_snapshot(work)
+    port = _free_port()
+    tmp = work / "tmp"
+    tmp.mkdir()
+    out, err = work / "stdout.txt", work / "stderr.txt"
+    env = {**os.environ, LOGIN_VAR: LOGIN_PASSWORD, "TMPDIR": str(tmp), "AGENTBASE_CONFIG": str(work / "none.yml")}
+    with open(out, "w") as fout, open(err, "w") as ferr:
+        proc = subprocess.Popen([sys.executable, "-m", "importer", "serve", str(snapshot), "--port", str(port),
+                                 "--password-env", LOGIN_VAR], cwd=REPO, stdout=fout, stderr=ferr, env=env)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.time() + 60
+        while True:
+            if proc.poll() is not None:
+                pytest.fail(f"agentbase serve exited: {err.read_text()[-800:]}")
+            try:
+                with urllib.request.urlopen(base + "/-/agentbase/login", timeout=5) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            if time.time() > deadline:
+                pytest.fail("agentbase serve did not answer within 60 s")
+            time.sleep(0.2)
+        yield base, proc.pid, tmp, (out, err)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def test_login_in_chromium(served_locked, browser):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    base, pid, tmp, outputs = served_locked
+    driver = browser
+    driver.get(base + "/-/agentbase/login")
+    driver.delete_all_cookies()  # nothing left from the other server on this host
+
+    # an anonymous visitor: the conversation view sends them to the login page, the data stays away
+    driver.get(f"{base}/-/agentbase/session/3")
+    assert "/-/agentbase/login?next=" in driver.current_url
+    assert SID_C not in driver.page_source and "__xss" not in driver.page_source
+    for path in ("/snapshot/messages.json", "/snapshot/exec_commands.json", "/-/versions.json"):
+        driver.get(base + path)
+        assert "Login required" in driver.page_source and SID_C not in driver.page_source, path
+    driver.get(base + "/snapshot/messages")
+    assert "/-/agentbase/login" in driver.current_url and "__xss" not in driver.page_source
+
+    # a wrong password is refused
+    driver.get(f"{base}/-/agentbase/session/3")
+    driver.find_element(By.ID, "ab-password").send_keys("correct horse battery")
+    driver.find_element(By.CSS_SELECTOR, "form.ab-login input[type=submit]").click()
+    WebDriverWait(driver, 10).until(lambda d: "Wrong password" in d.page_source)
+    assert SID_C not in driver.page_source
+    driver.save_screenshot(str(artifact_dir() / "login.png"))
+
+    # the right one: back to the conversation view, which works as without a password
+    driver.find_element(By.ID, "ab-password").send_keys(LOGIN_PASSWORD)
+    driver.find_element(By.CSS_SELECTOR, "form.ab-login input[type=submit]").click()
+    WebDriverWait(driver, 10).until(lambda d: d.current_url.endswith("/-/agentbase/session/3"))
+    assert SID_C in driver.page_source
+    assert_nothing_ran(driver)
+    assert "<script>window.__xss_text=1</script> hello" in driver.find_element(By.TAG_NAME, "body").text
+    cookie = driver.get_cookie("ds_actor")
+    assert cookie and cookie["httpOnly"] and LOGIN_PASSWORD not in cookie["value"]
+    assert driver.execute_script("return document.cookie").find("ds_actor") == -1  # scripts cannot read it
+    driver.save_screenshot(str(artifact_dir() / "conversation-view-logged-in.png"))
+    driver.get(base + "/snapshot/exec_commands")
+    assert "tail -n 5 /var/log/quokka.log" in driver.page_source
+    assert LOGIN_PASSWORD not in driver.page_source and "correct horse" not in driver.current_url
+
+    # the password is nowhere but the environment: not on the command line, in the output, or on disk
+    with open(f"/proc/{pid}/cmdline", "rb") as f:
+        assert LOGIN_PASSWORD.encode() not in f.read()
+    for path in [*tmp.rglob("*"), *outputs]:
+        if path.is_file():
+            assert LOGIN_PASSWORD.encode() not in path.read_bytes(), path
+    assert any(p.name == "metadata.json" for p in tmp.rglob("*"))  # the serve's own files were checked
+
+    # without the cookie the door is shut again
+    driver.delete_all_cookies()
+    driver.get(f"{base}/-/agentbase/session/3")
+    assert "/-/agentbase/login" in driver.current_url and SID_C not in driver.page_source

@@ -1,0 +1,207 @@
+"""Access control for the explorer: one password puts everything behind a login.
+
+Configured through the plugin's Datasette metadata (``agentbase serve
+--password-env VAR`` writes it; plain ``datasette -m`` users can too)::
+
+    plugins:
+      datasette-agentbase:
+        password: {"$env": "AGENTBASE_EXPLORER_PASSWORD"}
+
+Only the variable's *name* is in the metadata: Datasette resolves ``$env`` from
+the environment, and ``/-/metadata`` shows ``{"$env": ...}``, never the value.
+At start-up the password becomes a SHA-256 digest held in memory; it is never
+printed, logged, put in a URL or written to disk.
+
+- ``/-/agentbase/login`` (a form, POST with Datasette's CSRF token) compares
+  the SHA-256 of what was typed with that digest (``hmac.compare_digest``);
+  a wrong password waits a second under a lock, so guesses are one a second.
+  The right one sets Datasette's own signed ``ds_actor`` cookie (HttpOnly,
+  SameSite=Lax, Secure over https; expires after ``LOGIN_DAYS``), whose actor
+  carries a key derived from the password and Datasette's secret: changing the
+  password logs everyone out, as does a restart without ``DATASETTE_SECRET``.
+- ``permission_allowed`` denies every action (view-instance, database, table,
+  query, execute-sql, download, ...) to anyone without that actor; the
+  conversation view and the dashboard check the same permissions.
+- ``forbidden`` sends an anonymous visitor of an HTML page to the login page
+  (``?next=`` the page); JSON and CSV get a 403 JSON error.
+- Fail closed: a configured password that is missing, or a Datasette that does
+  not consult ``permission_allowed``, stops the server at start-up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import hmac
+import time
+from dataclasses import dataclass
+from urllib.parse import urlencode
+
+from datasette.utils import baseconv
+from datasette.utils.asgi import Response
+
+PLUGIN = "datasette-agentbase"
+ACTOR_ID = "agentbase"
+ACTOR_KEY = "agentbase_key"
+LOGIN_DAYS = 7
+FAILED_LOGIN_DELAY = 1.0  # seconds, under one lock: at most one wrong guess per second
+MIN_PASSWORD_LENGTH = 8
+
+
+class AccessConfigError(Exception):
+    """The plugin asks for a password that is not there."""
+
+
+@dataclass(frozen=True)
+class Gate:
+    digest: bytes  # SHA-256 of the password
+    key: str  # what a logged-in actor carries: HMAC(Datasette's secret, digest)
+
+    def admits(self, actor) -> bool:
+        return (isinstance(actor, dict) and actor.get("id") == ACTOR_ID
+                and isinstance(actor.get(ACTOR_KEY), str) and hmac.compare_digest(actor[ACTOR_KEY], self.key))
+
+    def check(self, password: str) -> bool:
+        given = hashlib.sha256(password.encode("utf-8", "surrogatepass")).digest()
+        return hmac.compare_digest(given, self.digest)
+
+
+_OPEN = object()  # no password configured: access as Datasette decides
+
+
+def gate(datasette) -> Gate | None:
+    """The login gate, built once; None when no password is configured."""
+    found = getattr(datasette, "_agentbase_gate", None)
+    if found is None:
+        found = _build(datasette)
+        datasette._agentbase_gate = found
+    return None if found is _OPEN else found
+
+
+def _build(datasette):
+    config = datasette.plugin_config(PLUGIN) or {}
+    if "password" not in config:
+        return _OPEN
+    password = config.get("password")
+    if not isinstance(password, str) or not password:
+        # the message names neither the value nor the variable (a value passed by mistake as its name)
+        raise AccessConfigError("the explorer's password variable is not set or empty: the explorer does not "
+                                "start without its password")
+    digest = hashlib.sha256(password.encode("utf-8", "surrogatepass")).digest()
+    secret = getattr(datasette, "_secret", "") or ""
+    key = hmac.new(str(secret).encode(), b"agentbase-login\0" + digest, hashlib.sha256).hexdigest()
+    return Gate(digest=digest, key=key)
+
+
+def check_startup(datasette) -> None:
+    """Build the gate at start-up, so a missing password stops the server instead of locking it."""
+    if hasattr(datasette, "_agentbase_gate"):
+        del datasette._agentbase_gate
+    gate(datasette)
+
+
+async def verify(datasette) -> None:
+    """With a password: make sure this Datasette consults the ``permission_allowed`` hook (a release
+    that dropped it would serve everything openly); refuse to start otherwise."""
+    if gate(datasette) is None:
+        return
+    allowed = None
+    try:
+        allowed = await datasette.permission_allowed(None, "view-instance", default=True)
+    except Exception:  # an API that moved: treated as not honoured
+        allowed = None
+    if allowed is not False:
+        raise AccessConfigError("this Datasette does not apply the explorer's login (permission_allowed); "
+                                "refusing to serve without it (AgentBase needs Datasette 0.65)")
+
+
+def permission_allowed(datasette, actor, action):
+    try:
+        g = gate(datasette)
+    except AccessConfigError:
+        return False  # fail closed
+    if g is None:
+        return None
+    if not g.admits(actor):
+        return False
+    return None
+
+
+def login_path(datasette, next_path: str | None = None) -> str:
+    path = str(datasette.urls.path("-/agentbase/login"))
+    if next_path:
+        path += "?" + urlencode({"next": next_path})
+    return path
+
+
+def safe_next(datasette, value) -> str:
+    """A local path to go back to after login; anything else (another host, a scheme) is the home page."""
+    home = str(datasette.urls.instance())
+    if not isinstance(value, str) or not value.startswith("/") or value.startswith("//"):
+        return home
+    if "\\" in value or any(ord(c) < 32 or ord(c) == 127 for c in value):
+        return home
+    return value
+
+
+def _wants_data(request) -> bool:
+    path = request.path
+    return (path.endswith(".json") or path.endswith(".csv") or "_format" in request.args
+            or "_shape" in request.args or request.method != "GET")
+
+
+def forbidden(datasette, request, message):
+    try:
+        g = gate(datasette)
+    except AccessConfigError:
+        g = None
+    if g is None or g.admits(request.actor):
+        return None  # Datasette's own 403 page
+    if _wants_data(request):
+        return Response.json({"ok": False, "status": 403, "title": "Login required",
+                              "error": "Log in at " + login_path(datasette)}, status=403)
+    return Response.redirect(login_path(datasette, request.full_path))
+
+
+_lock: dict[int, asyncio.Lock] = {}
+
+
+def _login_lock() -> asyncio.Lock:
+    loop = asyncio.get_running_loop()
+    lock = _lock.get(id(loop))
+    if lock is None:
+        lock = _lock[id(loop)] = asyncio.Lock()
+    return lock
+
+
+def actor_cookie(datasette, g: Gate) -> str:
+    expires = baseconv.base62.encode(int(time.time()) + LOGIN_DAYS * 86400)
+    return datasette.sign({"a": {"id": ACTOR_ID, ACTOR_KEY: g.key}, "e": expires}, "actor")
+
+
+async def login_view(datasette, request):
+    g = gate(datasette)
+    target = safe_next(datasette, request.args.get("next"))
+    if g is None:
+        return Response.redirect(target)
+    error = None
+    status = 200
+    if request.method == "POST":
+        form = await request.post_vars()
+        target = safe_next(datasette, form.get("next") or request.args.get("next"))
+        async with _login_lock():
+            if g.check(form.get("password") or ""):
+                response = Response.redirect(target)
+                response.set_cookie("ds_actor", actor_cookie(datasette, g), max_age=LOGIN_DAYS * 86400,
+                                    httponly=True, samesite="lax", secure=request.scheme == "https")
+                return response
+            await asyncio.sleep(FAILED_LOGIN_DELAY)
+        error = "Wrong password."
+        status = 403
+    elif g.admits(request.actor):
+        return Response.redirect(target)
+    html = await datasette.render_template(
+        "agentbase_login.html",
+        {"error": error, "next": target, "action": str(datasette.urls.path("-/agentbase/login"))},
+        request=request)
+    return Response.html(html, status=status)
