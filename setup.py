@@ -19,6 +19,8 @@ setup(
         "paramiko>=3.4",
         "PyYAML>=6.0",
         "datasette-json-html>=1.0",
+        "detect-secrets>=1.5",  # credentials redacted in the snapshot (importer/redact.py)
+        "google-re2>=1.1",  # its one-pass prefilter keeps that cheap
     ],
     extras_require={
         "test": ["pytest>=7", "hypothesis>=6", "selenium>=4.20"],

@@ -25,6 +25,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import orjson
 
+from . import parser as P
 from . import schema
 from .search import TOKENIZE, index_text
 from .store import Dialect, Store, StoreError, default_db_path
@@ -60,10 +61,13 @@ class ExportReport:
     rows: dict[str, int] = field(default_factory=dict)
     bytes: int = 0
     elapsed_s: float = 0.0
+    secrets_redacted: int | None = None  # None: exported with --no-redact
 
     def summary(self) -> str:
         counts = ", ".join(f"{n} {t}" for t, n in self.rows.items() if t in ("sessions", "messages", "tool_calls"))
-        return (f"snapshot {self.path}: {counts}; {self.bytes / 2**20:.1f} MB; "
+        redacted = ("credentials kept (--no-redact)" if self.secrets_redacted is None
+                    else f"{self.secrets_redacted} credentials redacted")
+        return (f"snapshot {self.path}: {counts}; {redacted}; {self.bytes / 2**20:.1f} MB; "
                 f"time zone {self.timezone}; {self.elapsed_s:.1f} s")
 
 
@@ -185,13 +189,127 @@ def message_search_text(content_blocks: str | None, fallback: str | None) -> str
 LEFT_OUT = {"messages": {"raw_json", "raw_hash", "call_key"}, "entries": {"raw_hash"}}
 
 
+# Columns that hold transcript text, in the order a row's values travel to the
+# worker: credentials in them are redacted in the snapshot. Where a credential
+# is counted (the redactions table): messages.content_blocks, error_message
+# (text_preview only without content), entries.raw_json, entry_revisions and
+# sessions; the other columns repeat it (a message's thinking_text,
+# tool_calls_json and preview are cut from its content_blocks, a tool call's
+# arguments and command from its message, an entry's preview from its JSON).
+REDACT_COLUMNS = {
+    "messages": ("content_blocks", "text_preview", "error_message", "thinking_text", "tool_calls_json"),
+    "tool_calls": ("arguments", "command", "result_preview"),
+    "entries": ("raw_json", "text_preview"),
+    "entry_revisions": ("raw_json", "content_blocks"),
+    "sessions": ("header_json", "cwd"),
+}
+# Snapshot-only columns: how many credentials were redacted in the row (and,
+# for a session, in all its rows); placed before the long text columns.
+COUNT_COLUMN = "secrets_redacted"
+COUNT_BEFORE = {"messages": "text_preview", "sessions": "header_json"}
+REDACTIONS_DDL = ("CREATE TABLE redactions (table_name TEXT, row_id INTEGER, session_id INTEGER, "
+                  "column_name TEXT, kind TEXT, count INTEGER)")
+
+
 def _snapshot_columns(table: str) -> list[tuple[str, str]]:
     columns = [c for c in schema.TABLES[table] if c[0] not in LEFT_OUT.get(table, ())]
     after = LOCAL_COLUMNS.get(table)
     if after:
         at = [c for c, _ in columns].index(after) + 1
         columns[at:at] = [("day", "str:10"), ("local_time", "datetime")]
+    before = COUNT_BEFORE.get(table)
+    if before:
+        at = [c for c, _ in columns].index(before)
+        columns[at:at] = [(COUNT_COLUMN, "int")]
     return columns
+
+
+def _redact_message(row: tuple, patch: dict, found: list) -> str | None:
+    """Redact one messages row (id, session_id, *REDACT_COLUMNS["messages"]);
+    returns the content to index."""
+    from . import redact as R
+
+    row_id, session_id, content, preview, error, thinking, tool_json = row
+    if content is not None:
+        if R.maybe(content):
+            new, counts, value = R.redact_json(content, force=True)
+            if counts:
+                found.append(("content_blocks", counts))
+                patch["content_blocks"] = content = new
+                if thinking is not None:
+                    patch["thinking_text"] = R.redact_text(thinking)[0]
+                if tool_json is not None:
+                    patch["tool_calls_json"] = R.redact_json(tool_json)[0]
+                # The preview again from the redacted content: a credential
+                # cut by the 512th character is gone whole.
+                fresh = P.text_preview({"content": value}) if value is not None else None
+                patch["text_preview"] = fresh if fresh is not None else (
+                    R.redact_text(preview)[0] if preview is not None else None)
+    if preview is not None and "text_preview" not in patch and (content is None or error is not None):
+        # A preview not cut from the content: a command's, or an error's
+        # (counted with the error message).
+        new, counts = R.redact_text(preview)
+        if counts:
+            if content is None:
+                found.append(("text_preview", counts))
+            patch["text_preview"] = new
+    if error is not None:
+        new, counts = R.redact_text(error)
+        if counts:
+            found.append(("error_message", counts))
+            patch["error_message"] = new
+    return content
+
+
+def prepare_rows(table: str, rows: list[tuple], redact: bool, fts: bool):
+    """For rows of (id, session_id, *REDACT_COLUMNS[table]): the redacted
+    values of each row that had credentials, where they were, and (messages)
+    the text to index. Runs in a worker process while the main one writes
+    (module level: picklable). Returns (patches: [(index, {column: value})],
+    findings: [(table, row id, session id, column, kind, count)], fts rows)."""
+    from . import redact as R
+
+    patches: list[tuple[int, dict]] = []
+    findings: list[tuple] = []
+    fts_rows: list[tuple[int, str]] = []
+    columns = REDACT_COLUMNS.get(table, ())
+    for index, row in enumerate(rows):
+        patch: dict = {}
+        found: list = []
+        if table == "messages":
+            content = _redact_message(row, patch, found) if redact else row[2]
+            if fts:
+                text = message_search_text(content, patch.get("text_preview", row[3]))
+                if text:
+                    fts_rows.append((row[0], index_text(text)))
+        elif redact:
+            values = dict(zip(columns, row[2:]))
+            parsed = None
+            for column, value in values.items():
+                if value is None or column == "text_preview":
+                    continue
+                if column in ("raw_json", "content_blocks", "header_json", "arguments"):
+                    new, counts, decoded = R.redact_json(value)
+                    if column == "raw_json":
+                        parsed = decoded
+                else:
+                    new, counts = R.redact_text(value)
+                if counts:
+                    patch[column] = new
+                    if table != "tool_calls":  # a tool call's text is its message's
+                        found.append((column, counts))
+            if table == "entries" and "raw_json" in patch:
+                fresh = P.entry_preview(parsed) if isinstance(parsed, dict) else None
+                preview = values["text_preview"]
+                patch["text_preview"] = fresh if fresh is not None else (
+                    R.redact_text(preview)[0] if preview is not None else None)
+        if patch:
+            # (tool calls: the payload carries the row's index in the batch instead of its id)
+            patches.append((row[0] if table == "tool_calls" else index, patch))
+        for column, counts in found:
+            for kind, n in counts.items():
+                findings.append((table, row[0], row[1], column, kind, n))
+    return patches, findings, fts_rows
 
 
 def search_rows(batch: list[tuple]) -> list[tuple[int, str]]:
@@ -205,74 +323,138 @@ def search_rows(batch: list[tuple]) -> list[tuple[int, str]]:
     return out
 
 
-class _SearchFeeder:
-    """Prepares search text on the other core, a few batches ahead at most
-    (bounded memory), and writes it into messages_fts in order."""
+class _Preparer:
+    """Redacts rows and prepares search text on the other core, a few batches
+    ahead at most (bounded memory); the main process writes each batch, in
+    order, once its result is back."""
 
-    def __init__(self, fts: sqlite3.Cursor):
-        self.fts = fts
+    def __init__(self, out: sqlite3.Connection, redact: bool):
+        self.out = out
+        self.redact = redact
         self.pending: deque = deque()
         self.pool = None
+        # message id -> its redacted preview, for the tool calls it answers
+        self.previews: dict[int, str | None] = {}
+        # messages whose content had credentials: only their tool calls need a look
+        self.flagged: set[int] = set()
         if (os.cpu_count() or 1) > 1:
             try:
                 self.pool = multiprocessing.get_context("fork" if hasattr(os, "fork") else "spawn").Pool(1)
             except (OSError, ValueError):  # no processes here: do it inline
                 self.pool = None
 
-    def add(self, batch: list[tuple]) -> None:
-        if self.pool is None:
-            self._write(search_rows(batch))
+    def add(self, table: str, rows: list, payload: list | None, write) -> None:
+        fts = table == "messages"
+        if payload is None or (not self.redact and not fts):
+            write(rows, ([], [], []))
             return
-        self.pending.append(self.pool.apply_async(search_rows, (batch,)))
-        while len(self.pending) > 2:
-            self._write(self.pending.popleft().get())
+        if self.pool is None or not fts:
+            # Other tables are small, or (tool calls) only the rows of flagged
+            # messages are looked at: done here.
+            write(rows, prepare_rows(table, payload, self.redact, fts))
+            return
+        self.pending.append((rows, write, self.pool.apply_async(prepare_rows, (table, payload, self.redact, fts))))
+        while len(self.pending) > 4:  # bounded memory: a few batches ahead at most
+            self._finish_one()
 
-    def _write(self, rows: list[tuple[int, str]]) -> None:
-        if rows:
-            self.fts.executemany("INSERT INTO messages_fts (rowid, body) VALUES (?, ?)", rows)
+    def _finish_one(self) -> None:
+        rows, write, result = self.pending.popleft()
+        write(rows, result.get())
+
+    def drain(self) -> None:
+        while self.pending:
+            self._finish_one()
 
     def close(self) -> None:
-        try:
-            while self.pending:
-                self._write(self.pending.popleft().get())
-        finally:
-            if self.pool is not None:
-                self.pool.terminate()
-                self.pool.join()
+        self.pending.clear()
+        if self.pool is not None:
+            self.pool.terminate()
+            self.pool.join()
+            self.pool = None
 
 
 def _copy_table(store: Store, out: sqlite3.Connection, table: str, to_local: LocalTime,
-                fts: "_SearchFeeder | None") -> int:
+                prep: _Preparer) -> int:
     have = set(store.columns(table))
-    snap_cols = [c for c, _ in _snapshot_columns(table) if c in have or c in ("day", "local_time")]
-    select_cols = [c for c in snap_cols if c not in ("day", "local_time")]
+    snap_cols = [c for c, _ in _snapshot_columns(table) if c in have or c in ("day", "local_time", COUNT_COLUMN)]
+    select_cols = [c for c in snap_cols if c not in ("day", "local_time", COUNT_COLUMN)]
     local_from = LOCAL_COLUMNS.get(table)
-    insert = Dialect().insert(table, snap_cols)
+    # the count column goes last in the INSERT; the snapshot's column order is the table's
+    insert_cols = [c for c in snap_cols if c != COUNT_COLUMN] + ([COUNT_COLUMN] if COUNT_COLUMN in snap_cols else [])
+    insert = Dialect().insert(table, insert_cols)
+    has_count = COUNT_COLUMN in snap_cols
     positions = {c: i for i, c in enumerate(select_cols)}
     ts_at = positions.get(local_from) if local_from else None
-    content_at = positions.get("content_blocks")
-    preview_at = positions.get("text_preview")
     # where day and local_time go in the snapshot row (they follow ts_at)
     split = ts_at + 1 if ts_at is not None else None
+    red_cols = REDACT_COLUMNS.get(table)
+    red_at = [positions.get(c) for c in red_cols] if red_cols else []  # None: a column an old store lacks
+    session_at = positions.get("session_id", 0)
+    redact = prep.redact
+    previews = prep.previews
+    result_id_at = positions.get("result_message_id")
+    message_at = positions.get("message_id")
+    result_preview_at = positions.get("result_preview")
     select = f"SELECT {', '.join(f'[{c}]' for c in select_cols)} FROM [{table}] WHERE id > ? ORDER BY id LIMIT {BATCH}"
-    last = 0
     count = 0
+
+    def write(rows, result) -> None:
+        patches, findings, fts_rows = result
+        batch = [list(row) for row in rows] if patches or (table == "tool_calls" and previews) else rows
+        for index, patch in patches:
+            values = batch[index]
+            for column, value in patch.items():
+                values[positions[column]] = value
+            if table == "messages" and "text_preview" in patch:
+                previews[values[0]] = patch["text_preview"]
+        if table == "tool_calls" and previews:
+            for values in batch:
+                rid = values[result_id_at]
+                if rid in previews:
+                    values[result_preview_at] = previews[rid]
+        per_row: dict[int, int] = {}
+        if has_count and table == "messages":
+            for _t, row_id, _s, column, _k, n in findings:
+                per_row[row_id] = per_row.get(row_id, 0) + n
+                if column == "content_blocks":
+                    prep.flagged.add(row_id)
+        zero = 0 if redact else None
+        out_rows = []
+        for values in batch:
+            values = tuple(values)
+            if split is not None:
+                local = to_local(values[ts_at])
+                values = values[:split] + (local[:10] if local else None, local) + values[split:]
+            if has_count:
+                values = values + (per_row.get(values[0], zero),)
+            out_rows.append(values)
+        out.executemany(insert, out_rows)
+        if fts_rows:
+            out.executemany("INSERT INTO messages_fts (rowid, body) VALUES (?, ?)", fts_rows)
+        if findings:
+            out.executemany("INSERT INTO redactions VALUES (?, ?, ?, ?, ?, ?)", findings)
+
+    last = 0
     while True:
         rows = store.query(select, (last,))
         if not rows:
             break
-        if fts is not None:
-            fts.add([(row[0], row[content_at], row[preview_at]) for row in rows])
-        batch = []
-        for row in rows:
-            values = tuple(row)
-            if split is not None:
-                local = to_local(values[ts_at])
-                values = values[:split] + (local[:10] if local else None, local) + values[split:]
-            batch.append(values)
-        out.executemany(insert, batch)
+        rows = [tuple(row) for row in rows]
+        payload = None
+        if red_at:
+            if table == "tool_calls":
+                # A tool call's arguments and command are cut from its message's
+                # content, which was looked at: only a flagged message's calls can
+                # hold a credential. The payload's first item says which row.
+                payload = [(index, row[session_at], *[None if i is None else row[i] for i in red_at])
+                           for index, row in enumerate(rows) if row[message_at] in prep.flagged] if redact else []
+            else:
+                payload = [(row[0], row[session_at], *[None if i is None else row[i] for i in red_at])
+                           for row in rows]
+        prep.add(table, rows, payload, write)
         count += len(rows)
         last = rows[-1][0]
+    prep.drain()
     return count
 
 
@@ -290,9 +472,15 @@ def inspect_path(snapshot: Path) -> Path:
 
 
 def export_snapshot(store: Store, output: str | os.PathLike | None = None, timezone: str | None = None,
-                    progress=None) -> ExportReport:
-    """Build the snapshot at ``output`` (default: snapshot.db beside the embedded store)."""
+                    progress=None, redact: bool = True) -> ExportReport:
+    """Build the snapshot at ``output`` (default: snapshot.db beside the embedded store).
+
+    ``redact`` (the default) replaces credentials in every transcript text
+    with ``[REDACTED:<kind>]`` (see redact.py); the store keeps the originals.
+    """
     started = time.perf_counter()
+    if redact:
+        from . import redact as _load_detectors  # noqa: F401  (once, before the worker forks)
     target = Path(output).expanduser() if output else snapshot_path_for(store)
     zone_name, zone = resolve_zone(timezone)
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -301,7 +489,10 @@ def export_snapshot(store: Store, output: str | os.PathLike | None = None, timez
         if leftover.exists():
             leftover.unlink()
     report = ExportReport(str(target), zone_name)
+    inspect_file = inspect_path(target)
+    inspect_tmp = inspect_file.with_name(f".{inspect_file.name}.tmp-{os.getpid()}")
     out = sqlite3.connect(str(tmp), isolation_level=None)
+    prep = None
     try:
         out.execute("PRAGMA page_size = 16384")
         out.execute("PRAGMA journal_mode = OFF")  # a temporary file: a failure discards it whole
@@ -313,18 +504,23 @@ def export_snapshot(store: Store, output: str | os.PathLike | None = None, timez
             out.execute(dialect.create_table(table, _snapshot_columns(table), []))
         out.execute(f"CREATE VIRTUAL TABLE messages_fts USING fts5(body, content='', tokenize='{TOKENIZE}')")
         out.execute("CREATE TABLE agentbase_snapshot (key TEXT PRIMARY KEY, value TEXT)")
+        out.execute(REDACTIONS_DDL)
         # Fewer, larger merges while loading; 'optimize' merges all at the end.
         out.execute("INSERT INTO messages_fts (messages_fts, rank) VALUES ('automerge', 16)")
         to_local = LocalTime(zone)
+        prep = _Preparer(out, redact)
         for table in TABLES:
             if progress:
                 progress(table)
-            feeder = _SearchFeeder(out.cursor()) if table == "messages" else None
-            try:
-                report.rows[table] = _copy_table(store, out, table, to_local, feeder)
-            finally:
-                if feeder is not None:
-                    feeder.close()
+            report.rows[table] = _copy_table(store, out, table, to_local, prep)
+        prep.close()
+        if redact:
+            out.execute("CREATE INDEX idx_redactions_session ON redactions (session_id)")
+            out.execute("CREATE INDEX idx_redactions_kind ON redactions (kind)")
+            out.execute(f"UPDATE sessions SET [{COUNT_COLUMN}] = COALESCE("
+                        "(SELECT SUM(count) FROM redactions r WHERE r.session_id = sessions.id), 0)")
+            report.secrets_redacted = out.execute("SELECT COALESCE(SUM(count), 0) FROM redactions").fetchone()[0]
+        report.rows["redactions"] = out.execute("SELECT COUNT(*) FROM redactions").fetchone()[0]
         for table, indexes in SNAPSHOT_INDEXES.items():
             for cols in indexes:
                 name = f"idx_{table}_{'_'.join(cols)}"
@@ -332,7 +528,8 @@ def export_snapshot(store: Store, output: str | os.PathLike | None = None, timez
         out.executemany(
             "INSERT INTO agentbase_snapshot (key, value) VALUES (?, ?)",
             [("exported_at", datetime.now(tz=None).astimezone().isoformat(timespec="seconds")),
-             ("timezone", zone_name), ("source", store.location)],
+             ("timezone", zone_name), ("source", store.location), ("redacted", "yes" if redact else "no"),
+             ("secrets_redacted", str(report.secrets_redacted) if redact else "")],
         )
         out.execute("COMMIT")
         out.execute("INSERT INTO messages_fts (messages_fts) VALUES ('optimize')")
@@ -343,17 +540,19 @@ def export_snapshot(store: Store, output: str | os.PathLike | None = None, timez
             os.fsync(f.fileno())
         counts = {"hash": _file_sha256(tmp), "size": tmp.stat().st_size, "file": target.name,
                   "tables": {t: {"count": n} for t, n in report.rows.items()}}
-        inspect_file = inspect_path(target)
-        inspect_tmp = inspect_file.with_name(f".{inspect_file.name}.tmp-{os.getpid()}")
         inspect_tmp.write_text(json.dumps({target.stem: counts}, indent=2))
         os.replace(tmp, target)
         os.replace(inspect_tmp, inspect_file)
-    except BaseException:
+    except BaseException as exc:
+        if prep is not None:
+            prep.close()
         if out is not None:
             out.close()
-        for leftover in (tmp,):
+        for leftover in (tmp, inspect_tmp):
             if leftover.exists():
                 leftover.unlink()
+        if isinstance(exc, sqlite3.Error):  # the disk is full, the store is unreadable...
+            raise StoreError(f"export failed: {exc}; {target} is unchanged") from None
         raise
     report.bytes = target.stat().st_size
     report.elapsed_s = time.perf_counter() - started

@@ -575,9 +575,9 @@ def tool_call_rows(entry: Entry, row: dict) -> list[dict]:
     return out
 
 
-def entry_row(entry: Entry) -> dict:
-    """The ``entries`` row for any entry that is not a message."""
-    obj = entry.obj
+def entry_preview(obj: dict) -> str | None:
+    """The preview of a non-message entry: its summary, content, thinking
+    level, model or label (HTML stripped, 512 characters)."""
     preview = None
     for key in ("summary", "content", "thinkingLevel", "modelId", "label"):
         value = obj.get(key)
@@ -589,6 +589,13 @@ def entry_row(entry: Entry) -> dict:
             break
     if preview is not None:
         preview = strip_html(preview[: PREVIEW_CHARS * 8])[:PREVIEW_CHARS]
+    return preview
+
+
+def entry_row(entry: Entry) -> dict:
+    """The ``entries`` row for any entry that is not a message."""
+    obj = entry.obj
+    preview = entry_preview(obj)
     return {
         "entry_uuid": entry.entry_id,
         "parent_uuid": entry.parent_id,

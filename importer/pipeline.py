@@ -116,6 +116,11 @@ def _import_all(store, files, iterator, report, known, touched, store_meta, list
             if source.kind == "transcript":
                 report.files_unchanged += 1
                 report.pending_lines += previous["pending_lines"] or 0
+            elif source.kind == "index":
+                # Applied again at the end (a no-op when nothing differs): a run
+                # killed after importing sessions.json, before applying it, left
+                # its metadata off the sessions.
+                touched.add(group)
             continue
         try:
             prefetch_after(index)

@@ -39,7 +39,7 @@ def _pairs(run: str) -> str:
 
 def index_text(text: str) -> str:
     """The text as the FTS index should see it: CJK runs as character pairs."""
-    if not CJK_RUN.search(text):
+    if text.isascii() or not CJK_RUN.search(text):  # isascii: a fast way out for most text
         return text
     return CJK_RUN.sub(lambda m: f" {_pairs(m.group())} ", text)
 

@@ -563,12 +563,20 @@ def _first_line(exc: BaseException) -> str:
 
 
 def mask_url(url: str) -> str:
-    """A database URL with its password replaced by ***."""
-    parts = urlsplit(url)
-    if parts.password is None:
+    """A database URL with its password replaced by ***, also when the
+    password holds characters a URL parser would cut it at (/ # ? @)."""
+    scheme, sep, rest = url.partition("://")
+    at = rest.rfind("@")
+    if not sep or at < 0:
         return url
-    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
-    return parts._replace(netloc=netloc).geturl()
+    user, colon, _password = rest[:at].partition(":")
+    if not colon:
+        return url
+    return f"{scheme}://{user}:***@{rest[at + 1:]}"
+
+
+_URL_HINT = ("write it as mysql://user@host:3306/database and set AGENTBASE_DB_PASSWORD "
+             "(or percent-encode / # ? @ : in a password written in the URL)")
 
 
 def _open_mariadb(url: str) -> MariaDBStore:
@@ -579,14 +587,17 @@ def _open_mariadb(url: str) -> MariaDBStore:
     parts = urlsplit(url)
     database = unquote(parts.path.lstrip("/"))
     if not database:
-        raise StoreError("the MariaDB URL names no database: mysql://user@host:3306/agentbase")
+        raise StoreError(f"the MariaDB URL {mask_url(url)} names no database: {_URL_HINT}")
+    try:
+        host, port = parts.hostname or "127.0.0.1", parts.port or 3306
+    except ValueError:  # its text may hold a piece of the password: never shown
+        raise StoreError(f"cannot read the host and port of the MariaDB URL {mask_url(url)}: {_URL_HINT}") from None
     password = unquote(parts.password) if parts.password is not None else os.environ.get("AGENTBASE_DB_PASSWORD", "")
     conv = dict(conversions)
     # Datetimes come back as the same text the SQLite store holds.
     conv[FIELD_TYPE.DATETIME] = str
     conv[FIELD_TYPE.TIMESTAMP] = str
     conv[FIELD_TYPE.NEWDECIMAL] = float
-    host, port = parts.hostname or "127.0.0.1", parts.port or 3306
     try:
         conn = pymysql.connect(
             host=host, port=port, user=unquote(parts.username or "root"), password=password,
