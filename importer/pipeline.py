@@ -1,8 +1,8 @@
 """The import pipeline: sources -> reader -> parser -> writer -> store.
 
-``run_import`` lists the sources, skips what did not change, reads the next
-file ahead while the current one is written, imports each file (and each
-session of an OpenClaw SQLite store) in its own transaction, and applies
+``run_import`` lists the sources, skips what did not change, imports each
+file (and each session of an OpenClaw SQLite store) in its own
+transaction, and applies
 sessions.json and store metadata at the end. One bad file never stops the
 others.
 """
@@ -17,7 +17,6 @@ from typing import Callable
 import orjson
 
 from .openclaw_import import apply_store_metadata, import_openclaw_db
-from .reader import Prefetch
 from .sources import Discovery, SourceFile, SourceLost, discover
 from .store import RowRejected, Store
 from .writer import ImportReport, NotATranscript, apply_index, import_one, record_problem, unchanged
@@ -62,7 +61,6 @@ def _run(store, paths, server, agent, progress, report, started, sources=None) -
     store_meta: dict[tuple[str, str], dict] = {}  # OpenClaw SQLite stores: session metadata per group
     files = found.files
     iterator = progress(files) if progress else files
-    prefetches: dict[int, Prefetch] = {}
 
     def listed_previous(src: SourceFile):
         grp = (src.server, src.agent_id)
@@ -70,25 +68,7 @@ def _run(store, paths, server, agent, progress, report, started, sources=None) -
             known[grp] = store.parsed_files(*grp)
         return known[grp].get(src.path)
 
-    def prefetch_after(i: int) -> None:
-        """Start reading the next local transcript that will be imported."""
-        for j in range(i + 1, min(i + 64, len(files))):
-            nxt = files[j]
-            if nxt.kind != "transcript" or type(nxt) is not SourceFile:
-                continue
-            prev = listed_previous(nxt)
-            if unchanged(nxt, prev):
-                continue
-            if j not in prefetches:
-                prefetches[j] = Prefetch(nxt, prev)
-            return
-
-    try:
-        _import_all(store, files, iterator, report, known, touched, store_meta, listed_previous,
-                    prefetch_after, prefetches)
-    finally:
-        for pending in prefetches.values():
-            pending.cancel()
+    _import_all(store, iterator, report, known, touched, store_meta, listed_previous)
     for group in sorted(touched):
         with store.transaction():
             apply_index(store, *group)
@@ -99,9 +79,8 @@ def _run(store, paths, server, agent, progress, report, started, sources=None) -
     return report
 
 
-def _import_all(store, files, iterator, report, known, touched, store_meta, listed_previous, prefetch_after,
-                prefetches) -> None:
-    for index, source in enumerate(iterator):
+def _import_all(store, iterator, report, known, touched, store_meta, listed_previous) -> None:
+    for source in iterator:
         group = (source.server, source.agent_id)
         previous = listed_previous(source)
         if source.kind == "openclaw_db":
@@ -123,8 +102,7 @@ def _import_all(store, files, iterator, report, known, touched, store_meta, list
                 touched.add(group)
             continue
         try:
-            prefetch_after(index)
-            part = import_one(store, source, prefetches.pop(index, None))
+            part = import_one(store, source)
             report.add(part)
             touched.add(group)
             if source.kind == "transcript":

@@ -1,16 +1,13 @@
 """The reader stage: what is new in a transcript, as parsed entries.
 
 ``read_transcript`` reads a file (or only what it gained since the last run)
-in bounded chunks and hands them to the parser; no database is involved, so a
-:class:`Prefetch` can run it for the next file on a thread while the current
-one is written. ``*.zst`` archives are decompressed as a stream.
+in bounded chunks and hands them to the parser; no database is involved.
+``*.zst`` archives are decompressed as a stream.
 """
 
 from __future__ import annotations
 
 import io
-import queue
-import threading
 from dataclasses import dataclass
 
 from . import openclaw_db
@@ -47,18 +44,9 @@ class ReadOutcome:
     saw_entries: bool
 
 
-def read_key(previous) -> tuple | None:
-    """The parts of a parsed_files row that decide what reading a file does."""
-    if previous is None:
-        return None
-    return tuple(previous[k] for k in ("status", "parsed_offset", "head_hash", "tail_hash", "parsed_lines",
-                                       "last_entry_id", "session_uuid", "legacy_format", "bad_lines"))
-
-
-def read_transcript(source: SourceFile, previous, derive: bool = False):
+def read_transcript(source: SourceFile, previous):
     """The reader stage: yields (session id, entries) batches of what is new in
-    a transcript and returns a ReadOutcome. No database: it can run ahead on
-    another thread while the previous file is written.
+    a transcript and returns a ReadOutcome. No database.
 
     A file that only grew since the last run (its first bytes and the bytes
     just before the recorded offset are unchanged) is read from that offset;
@@ -118,9 +106,6 @@ def read_transcript(source: SourceFile, previous, derive: bool = False):
                 entries_read += len(result.entries)
                 if not typed and any(e.type in KNOWN_TYPES for e in result.entries):
                     typed = True
-                if derive:
-                    for entry in result.entries:
-                        entry.derive()
                 yield state.session_id or P.session_id_from_name(source.name), result.entries
             if final:
                 break
@@ -128,65 +113,6 @@ def read_transcript(source: SourceFile, previous, derive: bool = False):
         typed = True
     return ReadOutcome(state, append, consumed_to, bad, pending, entries_read, bytes_read, head, tail,
                        typed, saw_entries)
-
-
-class Prefetch:
-    """Reads (and parses, and derives rows of) the next file on a thread while
-    the current one is written: the writer's waits (SQLite's C code, MariaDB's
-    round trips) release the GIL. At most a few batches are held."""
-
-    def __init__(self, source: SourceFile, previous):
-        self.source = source
-        self.key = read_key(previous)
-        self.items: queue.Queue = queue.Queue(maxsize=4)
-        self.cancelled = threading.Event()
-        self.thread = threading.Thread(target=self._run, args=(previous,), daemon=True)
-        self.thread.start()
-
-    def _run(self, previous) -> None:
-        try:
-            reader = read_transcript(self.source, previous, derive=True)
-            while True:
-                try:
-                    batch = next(reader)
-                except StopIteration as stop:
-                    self._put(("done", stop.value))
-                    return
-                if not self._put(("batch", batch)):
-                    reader.close()
-                    return
-        except BaseException as exc:  # handed to the writer, which decides
-            self._put(("error", exc))
-
-    def _put(self, item) -> bool:
-        while not self.cancelled.is_set():
-            try:
-                self.items.put(item, timeout=0.1)
-                return True
-            except queue.Full:
-                continue
-        return False
-
-    def stream(self):
-        """The same protocol as read_transcript()."""
-        while True:
-            kind, value = self.items.get()
-            if kind == "batch":
-                yield value
-            elif kind == "done":
-                return value
-            else:
-                raise value
-
-    def cancel(self) -> None:
-        self.cancelled.set()
-        while self.thread.is_alive():
-            try:
-                self.items.get(timeout=0.1)
-            except queue.Empty:
-                pass
-        self.thread.join()
-
 
 
 def open_transcript(source: SourceFile):

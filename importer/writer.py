@@ -20,7 +20,7 @@ from typing import Callable
 import orjson
 
 from . import parser as P
-from .reader import WINDOW, Prefetch, ReadOutcome, read_key, read_transcript
+from .reader import WINDOW, ReadOutcome, read_transcript
 from .sources import SourceFile
 from .store import Store, now_utc
 
@@ -386,17 +386,11 @@ class SessionWriter:
 
 
 
-def import_file(store: Store, source: SourceFile, previous, report: ImportReport,
-                prefetch: Prefetch | None = None) -> None:
+def import_file(store: Store, source: SourceFile, previous, report: ImportReport) -> None:
     """The writer stage for one transcript, inside the caller's transaction:
     entries merged into the session by id, then derived fields and the
     file's parsed_files row."""
-    if prefetch is not None and prefetch.key == read_key(previous):
-        stream = prefetch.stream()
-    else:
-        if prefetch is not None:  # another importer moved the file on meanwhile
-            prefetch.cancel()
-        stream = read_transcript(source, previous)
+    stream = read_transcript(source, previous)
     writer: SessionWriter | None = None
     while True:
         try:
@@ -537,12 +531,10 @@ def in_transaction(store: Store, label: str, work: Callable[["ImportReport"], No
     raise AssertionError("unreachable")
 
 
-def import_one(store: Store, source: SourceFile, prefetch: Prefetch | None = None) -> "ImportReport":
-    """One file in one transaction (with what a Prefetch already read, if any)."""
-    unused = [prefetch] if prefetch is not None else []
+def import_one(store: Store, source: SourceFile) -> "ImportReport":
+    """One file in one transaction."""
 
     def work(part: ImportReport) -> None:
-        ahead = unused.pop() if unused else None  # a retry reads the file again itself
         # Read again under the write lock: another importer may have taken
         # this file since the listing.
         previous = store.parsed_file(source.server, source.agent_id, source.path)
@@ -551,18 +543,9 @@ def import_one(store: Store, source: SourceFile, prefetch: Prefetch | None = Non
         elif unchanged(source, previous):
             part.files_unchanged = 1
         else:
-            import_file(store, source, previous, part, ahead)
-            ahead = None
-        if ahead is not None:
-            ahead.cancel()
+            import_file(store, source, previous, part)
 
-    try:
-        return in_transaction(store, source.path, work)
-    finally:
-        for left in unused:
-            left.cancel()
-
-
+    return in_transaction(store, source.path, work)
 
 
 def unchanged(source: SourceFile, previous) -> bool:
