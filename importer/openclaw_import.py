@@ -17,9 +17,10 @@ from . import openclaw_db
 from . import parser as P
 from .reader import BlobSource
 from .sources import SourceFile
-from .store import RowRejected, Store, now_utc
+from .store import RowRejected, Store
 from .writer import (
-    ImportReport, NotATranscript, SessionWriter, import_one, in_transaction, record_problem, unchanged,
+    ImportReport, NotATranscript, SessionWriter, import_one, in_transaction, parsed_file_row, record_problem,
+    unchanged,
 )
 
 log = logging.getLogger("agentbase")
@@ -127,10 +128,8 @@ def import_store_session(store: Store, conn, layout: "openclaw_db.Layout", db_pa
     report.bad_lines += bad - ((previous["bad_lines"] or 0) if after is not None else 0)
     store.upsert_row(
         "parsed_files",
-        {
-            "server": source.server, "agent_id": source.agent_id, "file_path": source.path,
-            "file_mtime": source.mtime_ns // 1_000_000_000, "file_mtime_ns": source.mtime_ns,
-            "file_size": unit.count, "status": "success", "parsed_at": now_utc(), "error_message": None,
+        parsed_file_row(source, "success", **{
+            "file_size": unit.count, "error_message": None,  # a unit's size: its number of events
             "session_uuid": state.session_id or unit.session_id,
             "session_type": P.session_type_for(source.name),
             "parsed_offset": last_seq if last_seq is not None else unit.last_seq,
@@ -138,7 +137,7 @@ def import_store_session(store: Store, conn, layout: "openclaw_db.Layout", db_pa
             "head_hash": generation, "tail_hash": tail_hash,
             "last_entry_id": state.last_entry_id, "legacy_format": int(state.legacy),
             "bad_lines": bad, "pending_lines": 0, "entries_read": entries_read,
-        },
+        }),
         ("server", "agent_id", "file_path"),
     )
 
@@ -161,14 +160,11 @@ def _record_db(store: Store, source: SourceFile, status: str, message: str | Non
     with store.transaction():
         store.upsert_row(
             "parsed_files",
-            {
-                "server": source.server, "agent_id": source.agent_id, "file_path": source.path,
-                "file_mtime": source.mtime_ns // 1_000_000_000, "file_mtime_ns": source.mtime_ns,
-                "file_size": source.size, "status": status, "parsed_at": now_utc(),
+            parsed_file_row(source, status, **{
                 "error_message": message, "session_type": "openclaw_db", "parsed_offset": 0,
                 "parsed_lines": units, "head_hash": None, "tail_hash": None,
                 "bad_lines": 0, "pending_lines": 0,
-            },
+            }),
             ("server", "agent_id", "file_path"),
         )
 

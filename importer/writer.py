@@ -417,10 +417,8 @@ def import_file(store: Store, source: SourceFile, previous, report: ImportReport
     report.pending_lines += outcome.pending
     store.upsert_row(
         "parsed_files",
-        {
-            "server": source.server, "agent_id": source.agent_id, "file_path": source.path,
-            "file_mtime": source.mtime_ns // 1_000_000_000, "file_mtime_ns": source.mtime_ns,
-            "file_size": source.size, "status": "success", "parsed_at": now_utc(), "error_message": None,
+        parsed_file_row(source, "success", **{
+            "error_message": None,
             "session_uuid": state.session_id or (previous["session_uuid"] if previous is not None else None),
             "session_type": P.session_type_for(source.name),
             "parsed_offset": consumed_to, "parsed_lines": state.next_line,
@@ -428,25 +426,30 @@ def import_file(store: Store, source: SourceFile, previous, report: ImportReport
             "tail_hash": P.short_hash(tail) if consumed_to else None,
             "last_entry_id": state.last_entry_id, "legacy_format": int(state.legacy),
             "bad_lines": outcome.bad, "pending_lines": outcome.pending, "entries_read": outcome.entries_read,
-        },
+        }),
         ("server", "agent_id", "file_path"),
     )
+
+
+def parsed_file_row(source: SourceFile, status: str, **values) -> dict:
+    """A parsed_files row for ``source``: what identifies and dates it, plus ``values``."""
+    return {
+        "server": source.server, "agent_id": source.agent_id, "file_path": source.path,
+        "file_mtime": source.mtime_ns // 1_000_000_000, "file_mtime_ns": source.mtime_ns,
+        "file_size": source.size, "status": status, "parsed_at": now_utc(), **values,
+    }
 
 
 def record_problem(store: Store, source: SourceFile, status: str, message: str) -> None:
     with store.transaction():
         store.upsert_row(
             "parsed_files",
-            {
-                "server": source.server, "agent_id": source.agent_id, "file_path": source.path,
-                "file_mtime": source.mtime_ns // 1_000_000_000, "file_mtime_ns": source.mtime_ns,
-                "file_size": source.size, "status": status, "parsed_at": now_utc(),
+            parsed_file_row(source, status, **{
                 "error_message": message, "parsed_offset": 0, "parsed_lines": 0,
                 "head_hash": None, "tail_hash": None, "bad_lines": 0, "pending_lines": 0,
-            },
+            }),
             ("server", "agent_id", "file_path"),
         )
-
 
 
 def import_index(store: Store, source: SourceFile) -> None:
@@ -474,12 +477,10 @@ def import_index(store: Store, source: SourceFile) -> None:
         store.upsert_row("session_index", row, ("server", "agent_id", "session_key"))
     store.upsert_row(
         "parsed_files",
-        {
-            "server": source.server, "agent_id": source.agent_id, "file_path": source.path,
-            "file_mtime": source.mtime_ns // 1_000_000_000, "file_mtime_ns": source.mtime_ns,
-            "file_size": source.size, "status": "success", "parsed_at": now_utc(), "error_message": None,
+        parsed_file_row(source, "success", **{
+            "error_message": None,
             "session_type": "index", "parsed_offset": source.size, "bad_lines": 0, "pending_lines": 0,
-        },
+        }),
         ("server", "agent_id", "file_path"),
     )
 
