@@ -41,7 +41,7 @@ import sqlite3
 import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO, Iterator
+from typing import Any, BinaryIO, Callable, Iterator
 
 import orjson
 import zstandard
@@ -434,8 +434,12 @@ def _verified(data: bytes, sha256: str | None, size: int | None, what: str) -> b
     return data
 
 
-def cold_archive_bytes(conn: sqlite3.Connection, db_path: str, cold: ColdArchive) -> bytes:
-    """The archive's compressed bytes, checked against its sha256 and size."""
+def cold_archive_bytes(conn: sqlite3.Connection, db_path: str, cold: ColdArchive,
+                       read_file: Callable[[str], bytes] | None = None) -> bytes:
+    """The archive's compressed bytes, checked against its sha256 and size.
+
+    A file archive is read with ``read_file(path)`` when given (a store on
+    another server: the path is the server's), else from the local disk."""
     what = f"cold archive {cold.archive_name} of session {cold.session_id}"
     if cold.storage == "sqlite":
         try:
@@ -452,7 +456,7 @@ def cold_archive_bytes(conn: sqlite3.Connection, db_path: str, cold: ColdArchive
             raise SourceError(f"{what}: unexpected archive name")
         path = artifact_dir(db_path) / "cold" / cold.archive_name
         try:
-            data = path.read_bytes()
+            data = read_file(path.as_posix()) if read_file is not None else path.read_bytes()
         except OSError as exc:
             raise SourceError(f"{what}: cannot read {path}: {exc.strerror or exc}") from None
     return _verified(data, cold.archive_sha256, cold.archive_bytes, what)

@@ -64,7 +64,8 @@ def _unit_unchanged(unit: "openclaw_db.SessionUnit", previous) -> bool:
 
 
 def import_store_session(store: Store, conn, layout: "openclaw_db.Layout", db_path: str, source: SourceFile,
-                         unit: "openclaw_db.SessionUnit", previous, report: ImportReport) -> None:
+                         unit: "openclaw_db.SessionUnit", previous, report: ImportReport,
+                         read_file=None) -> None:
     """Read what is new in one session of an OpenClaw store and archive it, in
     the caller's transaction. Events go through the same parser as JSONL lines
     (one event = one line, its ``seq`` = its line index: seq 0 is the header),
@@ -92,7 +93,7 @@ def import_store_session(store: Store, conn, layout: "openclaw_db.Layout", db_pa
     skipped: list[int] = []  # compressed events that do not decode
     streams = []
     if unit.cold is not None:
-        data = openclaw_db.cold_archive_bytes(conn, db_path, unit.cold)
+        data = openclaw_db.cold_archive_bytes(conn, db_path, unit.cold, read_file)
         report.bytes_read += len(data)
         streams.append(openclaw_db.iter_cold_events(data, unit.cold, after))
     if unit.hot:
@@ -143,15 +144,16 @@ def import_store_session(store: Store, conn, layout: "openclaw_db.Layout", db_pa
 
 
 def _import_store_unit(store: Store, conn, layout, db_path: str, source: SourceFile,
-                       unit: "openclaw_db.SessionUnit") -> ImportReport:
-    """One store session in one transaction."""
+                       unit: "openclaw_db.SessionUnit", read_file=None) -> ImportReport:
+    """One store session in one transaction. ``read_file`` reads files beside
+    the store (cold archives) when it is on another server."""
 
     def work(part: ImportReport) -> None:
         previous = store.parsed_file(source.server, source.agent_id, source.path)
         if _unit_unchanged(unit, previous):
             part.files_unchanged = 1
         else:
-            import_store_session(store, conn, layout, db_path, source, unit, previous, part)
+            import_store_session(store, conn, layout, db_path, source, unit, previous, part, read_file)
 
     return in_transaction(store, source.path, work)
 
@@ -210,7 +212,8 @@ def import_openclaw_db(store: Store, source: SourceFile, report: ImportReport,
                 report.files_unchanged += 1
                 continue
             try:
-                part = _import_store_unit(store, conn, layout, source.path, usrc, unit)
+                part = _import_store_unit(store, conn, layout, source.path, usrc, unit,
+                                          getattr(source, "read_file", None))
             except (openclaw_db.SourceError, OSError, RowRejected) as exc:
                 _fail(store, usrc, f"cannot read session {unit.session_id} of {source.path}: "
                       f"{getattr(exc, 'strerror', None) or str(exc).splitlines()[0]}", report)

@@ -729,6 +729,12 @@ class RemoteStoreFile(SourceFile):
             raise OSError(errno.ENOENT, f"no local copy of {self.path} fetched")
         return open(self.local_path, "rb")
 
+    def read_file(self, path: str) -> bytes:
+        """A file beside the store on the server (a cold archive), over SFTP."""
+        size = self.remote._call(f"reading {path}", self.remote.sftp.stat, path).st_size or 0
+        with self.remote.open(path, size) as f:
+            return f.read(size)
+
 
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip()

@@ -516,3 +516,43 @@ def test_timeouts_a_silent_server_and_a_stalled_transfer(tmp_path, sshd, monkeyp
     assert "no answer within 1 s" in errors["silent"]
     assert stopped and "lost while reading" in errors["stalls"] and "no data within 1 s" in errors["stalls"]
     assert scalar(tmp_path / "ssh.db", "SELECT COUNT(*) FROM messages") == 0
+
+
+def test_remote_store_with_cold_archive_files_equals_a_local_import(tmp_path, sshd, monkeypatch):
+    """A store whose sessions moved to cold archives: the embedded blob comes with the
+    store's copy, the archive file under sessions/cold/ is read over SFTP."""
+    import openclaw_fixtures as F
+
+    # sshd serves this very machine, so a local read would also find the file:
+    # record what goes through the SFTP reader (the real one, on the real connection).
+    read_over_sftp = []
+    original = remote_mod.RemoteStoreFile.read_file
+
+    def recording(self, remote_path):
+        data = original(self, remote_path)
+        read_over_sftp.append((remote_path, len(data)))
+        return data
+
+    monkeypatch.setattr(remote_mod.RemoteStoreFile, "read_file", recording)
+
+    state = tmp_path / "state"
+    path = state / "agents" / "main" / "agent" / "openclaw-agent.sqlite"
+    conn = F.create_agent_store(path)
+    sids = {"c01d0000-0000-4000-8000-000000000001": "file", "c01d0000-0000-4000-8000-000000000002": "sqlite"}
+    for n, (sid, storage) in enumerate(sids.items()):
+        F.add_window(conn, sid, f"agent:main:cold{n}")
+        F.add_events(conn, sid, F.conversation_events(sid, turns=n + 2))
+        F.move_to_cold(conn, sid, path, storage)
+    conn.commit()
+    conn.close()
+    for p in state.rglob("*"):
+        p.chmod(0o700 if p.is_dir() else 0o600)
+    whole_second_mtimes(state)
+    config = write_config(tmp_path, sshd, [ssh_server(sshd, "oc", state)])
+    result = import_config(config)
+    assert result.ok, [m for s in result.servers for _p, m in s.report.failures]
+    got, want = dump(tmp_path / "ssh.db"), dump(local_reference(tmp_path, {"oc": state}))
+    assert {r[2] for r in got["sessions"]} == set(sids)
+    assert got["messages"] and got == want
+    cold_files = sorted((state / "agents" / "main" / "sessions" / "cold").iterdir())
+    assert [(Path(p).name, n) for p, n in read_over_sftp] == [(f.name, f.stat().st_size) for f in cold_files]
