@@ -15,7 +15,7 @@ import oracle  # noqa: E402
 from transcripts import do_import, rebuild_lines, rows  # noqa: E402
 
 SAMPLES = Path(__file__).resolve().parents[1].parent / "shared" / "samples"
-SKIP = ("openclaw-2026.9.6",)  # SQLite-era stores: a later issue
+SKIP = ("openclaw-2026.9.6",)  # SQLite stores and .zst archives: checked in test_openclaw_samples.py
 
 
 @pytest.fixture(scope="module")
