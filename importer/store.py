@@ -320,7 +320,12 @@ class Store:
 
     def next_id(self, table: str) -> int:
         """The next free id; only valid inside a write transaction (the lock is held)."""
-        return (self.query(f"SELECT COALESCE(MAX(id), 0) FROM [{table}]")[0][0]) + 1
+        return self.next_ids(table)[0]
+
+    def next_ids(self, *tables: str) -> list[int]:
+        """The next free id of each table, in one round trip."""
+        parts = ", ".join(f"(SELECT COALESCE(MAX(id), 0) FROM [{t}])" for t in tables)
+        return [int(v) + 1 for v in self.query(f"SELECT {parts}")[0]]
 
     # -- writes ---------------------------------------------------------------
 

@@ -84,6 +84,39 @@ def source_rank(source: SourceFile) -> str:
     return f"{0 if P.is_copy(source.name) else 1}:{source.mtime_ns:020d}:{source.name}"
 
 
+class _Totals:
+    """A new session's message count, time span and usage sums (each model
+    call once), as SQL's COUNT/MIN/MAX/SUM would give them: saves reading the
+    rows back. NULL (None) where no row has a value."""
+
+    COLUMNS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "total_tokens",
+               "cost_usd")
+
+    def __init__(self):
+        self.count = 0
+        self.first = self.last = None
+        self.sums: dict[str, int | float | None] = dict.fromkeys(self.COLUMNS)
+
+    def add(self, row: dict) -> None:
+        self.count += 1
+        ts = row["timestamp"]
+        if ts is not None:
+            if self.first is None or ts < self.first:
+                self.first = ts
+            if self.last is None or ts > self.last:
+                self.last = ts
+        counted = row["usage_counted"]
+        sums = self.sums
+        for column in self.COLUMNS:
+            value = row[column]
+            if value is not None:
+                sums[column] = (sums[column] or 0) + value * counted
+
+    def values(self) -> dict:
+        return {"message_count": self.count, "first_message_at": self.first, "last_message_at": self.last,
+                **self.sums}
+
+
 class SessionWriter:
     """Accumulates one file's entries for one session and writes them."""
 
@@ -92,8 +125,9 @@ class SessionWriter:
         self.source = source
         self.session_uuid = session_uuid
         row = store.session(source.server, source.agent_id, session_uuid)
+        next_session, self.next_message_id, self.next_call_id = store.next_ids("sessions", "messages", "tool_calls")
         if row is None:
-            self.session_id = store.next_id("sessions")
+            self.session_id = next_session
             store.insert_rows(
                 "sessions",
                 [{
@@ -115,14 +149,13 @@ class SessionWriter:
             self.counted = store.counted_call_keys(row["id"])
         self.rank = source_rank(source)
         self.wins = self.session is None or self.rank >= (self.session["source_rank"] or "")
-        self.next_message_id = store.next_id("messages")
         self.messages: list[dict] = []
         self.tool_calls: list[dict] = []
         self.entries: list[dict] = []
         self.added_messages = 0
         self.added_entries = 0
         self.changed = False
-        self.next_call_id = store.next_id("tool_calls")
+        self.totals = _Totals() if self.session is None else None  # a new session's figures, kept as rows go in
         self.open_calls: dict[str, dict] = {}  # this file's calls still waiting for a result
         self.flushed_calls: dict[str, int] = {}  # ... already written: call_id -> row id
         self.late_results: dict[str, tuple] = {}  # results whose call is not in memory
@@ -163,6 +196,8 @@ class SessionWriter:
                 if key is not None:
                     self.counted.add(key)
             self.messages.append(row)
+            if self.totals is not None:
+                self.totals.add(row)
             for call in entry.calls:
                 call.update(common)
                 call.update({
@@ -196,6 +231,7 @@ class SessionWriter:
     def _replace(self, entry_id: str, table: str) -> None:
         """An entry came back with different JSON: the newest file's version
         goes into the main tables, the previous one into entry_revisions."""
+        self.totals = None  # a row goes away: the totals are counted in SQL
         self.flush()
         store = self.store
         if table == "messages":
@@ -301,7 +337,9 @@ class SessionWriter:
         if self.changed or (session is not None and leaf != session["leaf_entry_id"]):
             self._mark_active_path(leaf)
         self._pair_remaining()
-        if self.changed or session is None:
+        if self.totals is not None:
+            values.update(self.totals.values())
+        elif self.changed or session is None:
             agg = store.query(
                 "SELECT COUNT(*), MIN(timestamp), MAX(timestamp), "
                 "SUM(input_tokens * usage_counted), SUM(output_tokens * usage_counted), "
