@@ -12,7 +12,7 @@ setup(
     install_requires=[
         "click>=8.1",
         "orjson>=3.8",
-        "datasette>=0.65",
+        "datasette>=0.65,<1.0",  # the plugin relies on permission_allowed, which 1.0 alphas drop
         "markupsafe>=2.1",
         "pymysql>=1.1",
         "zstandard>=0.20",
