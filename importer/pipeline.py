@@ -17,6 +17,7 @@ from typing import Callable
 import orjson
 
 from .openclaw_import import apply_store_metadata, import_openclaw_db
+from .reader import prefetch
 from .sources import Discovery, SourceFile, SourceLost, discover
 from .store import RowRejected, Store
 from .writer import ImportReport, NotATranscript, apply_index, import_one, record_problem, unchanged
@@ -80,10 +81,36 @@ def _run(store, paths, server, agent, progress, report, started, sources=None) -
 
 
 def _import_all(store, iterator, report, known, touched, store_meta, listed_previous) -> None:
+    # A store that defers commits (MariaDB) stores file N in the background
+    # while this thread reads and parses file N+1. File N counts once its
+    # commit has landed (settle); if it failed there, the file runs again in
+    # the foreground to meet its error the usual way.
+    defer = store.defers_commits
+    in_flight: tuple[SourceFile, ImportReport] | None = None
+
+    def settle() -> bool:
+        nonlocal in_flight
+        if in_flight is None:
+            return True
+        source, part = in_flight
+        in_flight = None
+        try:
+            store.settle()
+        except Exception as exc:
+            log.info("running %s again after %s", source.path, exc)
+            part, stop = _attempt(store, source, report)
+            if part is not None:
+                _count(report, source, part, touched)
+            return not stop
+        _count(report, source, part, touched)
+        return True
+
     for source in iterator:
         group = (source.server, source.agent_id)
         previous = listed_previous(source)
         if source.kind == "openclaw_db":
+            if not settle():
+                return
             meta = import_openclaw_db(store, source, report, known[group])
             if meta is not None:
                 store_meta.setdefault(group, {}).update(meta)
@@ -101,27 +128,51 @@ def _import_all(store, iterator, report, known, touched, store_meta, listed_prev
                 # its metadata off the sessions.
                 touched.add(group)
             continue
-        try:
-            part = import_one(store, source)
-            report.add(part)
-            touched.add(group)
-            if source.kind == "transcript":
-                if part.files_unchanged:
-                    report.files_unchanged += 1
-                else:
-                    report.files_imported += 1
-        except SourceLost as exc:
-            # The connection went away: this file (rolled back) and the ones
-            # after it stay as recorded, for the next run.
-            report.failures.append((source.path, str(exc)))
-            report.files_failed += 1
-            break
-        except NotATranscript as exc:
-            record_problem(store, source, "ignored", str(exc))
-            report.files_ignored += 1
-        except (OSError, orjson.JSONDecodeError, UnicodeDecodeError, RowRejected) as exc:
-            reason = getattr(exc, "strerror", None) or str(exc).splitlines()[0]
-            message = f"cannot read {source.path}: {reason}"
-            record_problem(store, source, "failed", message)
-            report.failures.append((source.path, message))
-            report.files_failed += 1
+        background = defer and source.kind == "transcript"
+        ready = prefetch(source, previous) if background and in_flight is not None else None
+        if not settle():
+            return
+        part, stop = _attempt(store, source, report, ready, background)
+        if stop:
+            return
+        if part is not None:
+            if background:
+                in_flight = (source, part)
+            else:
+                _count(report, source, part, touched)
+    settle()
+
+
+def _count(report: ImportReport, source: SourceFile, part: ImportReport, touched: set) -> None:
+    """Add a committed file's figures to the run's."""
+    report.add(part)
+    touched.add((source.server, source.agent_id))
+    if source.kind == "transcript":
+        if part.files_unchanged:
+            report.files_unchanged += 1
+        else:
+            report.files_imported += 1
+
+
+def _attempt(store, source: SourceFile, report: ImportReport, ready=None, defer: bool = False):
+    """One file in one transaction, a failure recorded (and counted) here.
+    Returns (its figures or None when it failed, whether the run must stop
+    because the connection to the source went away)."""
+    try:
+        return import_one(store, source, ready, defer=defer), False
+    except SourceLost as exc:
+        # This file (rolled back) and the ones after it stay as recorded,
+        # for the next run.
+        report.failures.append((source.path, str(exc)))
+        report.files_failed += 1
+        return None, True
+    except NotATranscript as exc:
+        record_problem(store, source, "ignored", str(exc))
+        report.files_ignored += 1
+    except (OSError, orjson.JSONDecodeError, UnicodeDecodeError, RowRejected) as exc:
+        reason = getattr(exc, "strerror", None) or str(exc).splitlines()[0]
+        message = f"cannot read {source.path}: {reason}"
+        record_problem(store, source, "failed", message)
+        report.failures.append((source.path, message))
+        report.files_failed += 1
+    return None, False

@@ -115,6 +115,55 @@ def read_transcript(source: SourceFile, previous):
                        typed, saw_entries)
 
 
+PREFETCH_LIMIT = 8 * 1024 * 1024  # larger files are streamed in CHUNKs, never held whole
+
+
+@dataclass
+class Prefetched:
+    """A transcript read and parsed ahead of its transaction, against the
+    ``parsed_files`` row the listing had for it (``previous``)."""
+
+    previous: tuple | None
+    batches: list
+    outcome: ReadOutcome
+
+    def fits(self, previous) -> bool:
+        """Whether it was read against the same ``parsed_files`` row (another
+        importer may have taken the file since the listing)."""
+        return (previous is None) == (self.previous is None) and (
+            previous is None or tuple(previous) == self.previous)
+
+    def replay(self):
+        """The same protocol as :func:`read_transcript`."""
+        for batch in self.batches:
+            yield batch
+        return self.outcome
+
+
+def prefetch(source: SourceFile, previous, limit: int = PREFETCH_LIMIT) -> Prefetched | None:
+    """Read and parse a plain transcript of at most ``limit`` new bytes ahead
+    of time, its rows derived; None when it is larger, compressed, or fails
+    (the writer then reads it itself and meets the error in its own
+    transaction)."""
+    if source.name.endswith(".zst") or isinstance(source, BlobSource):
+        return None
+    done = previous["parsed_offset"] or 0 if previous is not None else 0
+    if source.size - min(done, source.size) > limit:
+        return None
+    batches = []
+    stream = read_transcript(source, previous)
+    try:
+        while True:
+            session_id, entries = next(stream)
+            for entry in entries:
+                entry.derive()
+            batches.append((session_id, entries))
+    except StopIteration as stop:
+        return Prefetched(tuple(previous) if previous is not None else None, batches, stop.value)
+    except Exception:
+        return None
+
+
 def open_transcript(source: SourceFile):
     """The bytes of a transcript; ``*.zst`` archives decompressed as a stream."""
     f = source.open()

@@ -17,6 +17,9 @@ from __future__ import annotations
 import os
 import re
 import sqlite3
+import sys
+import threading
+from collections import deque
 from urllib.parse import unquote, urlsplit
 from contextlib import contextmanager
 from datetime import datetime, timezone
@@ -204,8 +207,14 @@ class Store:
         return self.conn.execute(sql, params).fetchall()
 
     @contextmanager
-    def transaction(self) -> Iterator[None]:
-        """One write transaction; rolled back whole on any error."""
+    def transaction(self, defer: bool = False) -> Iterator[None]:
+        """One write transaction; rolled back whole on any error.
+
+        ``defer``: the store may finish the commit in the background (see
+        :meth:`MariaDBStore.transaction`); the caller must then call
+        :meth:`settle` before it counts the work as done. SQLite commits
+        at once either way.
+        """
         self.conn.execute("BEGIN IMMEDIATE")
         self._in_tx = True
         try:
@@ -217,6 +226,15 @@ class Store:
             self.conn.commit()
         finally:
             self._in_tx = False
+
+    def settle(self) -> None:
+        """Wait for a deferred commit; raises its error (its transaction
+        rolled back). A no-op where commits are never deferred."""
+
+    @property
+    def defers_commits(self) -> bool:
+        """Whether ``transaction(defer=True)`` can return before the commit is done."""
+        return False
 
     def close(self) -> None:
         self.conn.close()
@@ -378,6 +396,75 @@ _BAD_VALUE = {1264, 1292, 1366, 1406, 3140}  # out of range, bad datetime/string
 _GONE = {2006, 2013, 2055, 0}
 
 
+class _Sender:
+    """One background thread that runs queued write jobs in order.
+
+    MariaDB spends about as long storing a batch as the importer spends
+    parsing the next one; handing the writes that return nothing (inserts,
+    updates, COMMIT) to this thread lets the two overlap. The first job that
+    fails stores its error and the jobs queued after it are dropped;
+    :meth:`wait` hands the error back. At most ``limit`` bytes of statements
+    wait in the queue, so memory stays bounded when the server is slower.
+    """
+
+    def __init__(self, limit: int = 32 * 2**20):
+        self.limit = limit
+        self._cond = threading.Condition()
+        self._jobs: deque = deque()
+        self._queued = 0  # bytes of statements waiting or running
+        self._busy = False
+        self._closed = False
+        self.failure: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="agentbase-sender", daemon=True)
+        self._thread.start()
+
+    def submit(self, job: Callable[[], None], size: int = 0) -> None:
+        with self._cond:
+            while self._queued > self.limit and self.failure is None:
+                self._cond.wait()
+            if self.failure is not None:
+                return  # the transaction is lost anyway: wait() reports why
+            self._jobs.append((job, size))
+            self._queued += size
+            self._cond.notify_all()
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while not self._jobs and not self._closed:
+                    self._cond.wait()
+                if not self._jobs:
+                    return
+                job, size = self._jobs.popleft()
+                self._busy = True
+                skip = self.failure is not None
+            try:
+                if not skip:
+                    job()
+            except BaseException as exc:  # handed to the caller by wait()
+                with self._cond:
+                    self.failure = exc
+            finally:
+                with self._cond:
+                    self._busy = False
+                    self._queued -= size
+                    self._cond.notify_all()
+
+    def wait(self) -> BaseException | None:
+        """Wait until every queued job ran; returns (and clears) the first failure."""
+        with self._cond:
+            while self._jobs or self._busy:
+                self._cond.wait()
+            failure, self.failure = self.failure, None
+            return failure
+
+    def close(self) -> None:
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+        self._thread.join()
+
+
 class MariaDBStore(Store):
     """MariaDB through pymysql. Writers serialise on a named lock per
     transaction, so two importers running at once behave as one run after the
@@ -388,7 +475,70 @@ class MariaDBStore(Store):
         super().__init__(conn, MariaDBDialect(), location)
         self.database = database
         self.lock_name = f"agentbase:{database}"[:64]
+        self._sender: _Sender | None = None
+        self._deferred = False  # a transaction's tail (and COMMIT) is still queued
+        self._switch: float | None = None
         self.max_packet = int(self._plain("SELECT @@max_allowed_packet")[0][0])
+
+    # -- the background sender ---------------------------------------------
+
+    def _send(self, job: Callable[[], None], size: int = 0) -> None:
+        """Run a write that returns nothing on the sender thread, in order."""
+        if self._sender is None:
+            self._sender = _Sender()
+            # A sender waiting for the GIL after each reply would otherwise
+            # wait the default 5 ms switch interval while the parser runs.
+            self._switch = sys.getswitchinterval()
+            sys.setswitchinterval(min(self._switch, 0.0005))
+        self._sender.submit(job, size)
+
+    def _sync(self) -> None:
+        """Before anything that reads or ends a transaction: let every queued
+        write land, and raise the first that failed."""
+        if self._sender is not None:
+            failure = self._sender.wait()
+            if failure is not None:
+                raise failure
+
+    def _quiet(self) -> None:
+        """Let queued writes finish and drop their error (the transaction is rolled back anyway)."""
+        if self._sender is not None:
+            self._sender.wait()
+
+    def _job(self, sql: str, params: Sequence[Any] | None = None) -> Callable[[], None]:
+        import pymysql
+
+        def run() -> None:
+            try:
+                with self.conn.cursor() as cur:
+                    cur.execute(sql, params)
+            except pymysql.MySQLError as exc:
+                raise self._error(exc) from None
+
+        return run
+
+    @property
+    def defers_commits(self) -> bool:
+        return True
+
+    def settle(self) -> None:
+        """Wait for a deferred commit; on an error, roll back, release the
+        write lock and raise it."""
+        if not self._deferred:
+            self._sync()
+            return
+        self._deferred = False
+        failure = self._sender.wait() if self._sender is not None else None
+        if failure is None:
+            return
+        import pymysql
+
+        for sql in ("ROLLBACK", f"SELECT RELEASE_LOCK('{self.lock_name}')"):
+            try:
+                self._plain(sql)
+            except pymysql.MySQLError:
+                pass  # a lost connection: the server rolled back and released the lock
+        raise failure
 
     def _error(self, exc: Exception) -> Exception:
         import pymysql
@@ -406,6 +556,7 @@ class MariaDBStore(Store):
         return exc
 
     def _plain(self, sql: str):
+        self._sync()
         with self.conn.cursor() as cur:
             cur.execute(sql)
             return cur.fetchall()
@@ -413,6 +564,7 @@ class MariaDBStore(Store):
     def execute(self, sql: str, params: Sequence[Any] = ()):
         import pymysql
 
+        self._sync()
         cur = self.conn.cursor()
         try:
             cur.execute(self.dialect.translate(sql), tuple(params))
@@ -426,6 +578,7 @@ class MariaDBStore(Store):
         rows = list(rows)
         if not rows:
             return
+        self._sync()
         try:
             with self.conn.cursor() as cur:
                 cur.executemany(self.dialect.translate(sql), rows)
@@ -449,8 +602,6 @@ class MariaDBStore(Store):
         pymysql's general per-value escaping on megabytes of text."""
         if not rows:
             return
-        import pymysql
-
         columns = list(rows[0].keys())
         head = f"INSERT INTO `{table}` ({', '.join(f'`{c}`' for c in columns)}) VALUES "
         limit = self.max_packet - 65536
@@ -458,8 +609,9 @@ class MariaDBStore(Store):
         statements: list[str] = []
         values: list[str] = []
         size = 0
+        quote = _LITERALS.get
         for row in rows:
-            literal = "(" + ",".join(map(_sql_literal, (row[c] for c in columns))) + ")"
+            literal = "(" + ",".join([(quote(v.__class__) or _sql_literal)(v) for v in map(row.get, columns)]) + ")"
             n = len(literal)
             if n * 4 > limit and len(literal.encode()) > limit:
                 raise RowTooLarge(
@@ -473,17 +625,30 @@ class MariaDBStore(Store):
             values.append(literal)
             size += n
         statements.append(head + ",".join(values))
-        try:
-            with self.conn.cursor() as cur:
-                for sql in statements:
-                    cur.execute(sql)  # no parameters: pymysql sends the text as it is
-        except pymysql.MySQLError as exc:
-            raise self._error(exc) from None
+        for sql in statements:
+            self._send(self._job(sql), len(sql))  # no parameters: pymysql sends the text as it is
+
+    def upsert_row(self, table: str, row: dict, key: Sequence[str]) -> None:
+        columns = list(row.keys())
+        self._send(self._job(self.dialect.translate(self.dialect.upsert(table, columns, key)),
+                             tuple(row[c] for c in columns)))
+
+    def update(self, table: str, row_id: int, values: dict) -> None:
+        sets = ", ".join(f"`{c}` = %s" for c in values)
+        self._send(self._job(f"UPDATE `{table}` SET {sets} WHERE id = %s", (*values.values(), row_id)))
 
     @contextmanager
-    def transaction(self) -> Iterator[None]:
+    def transaction(self, defer: bool = False) -> Iterator[None]:
+        """One write transaction under the store's named lock.
+
+        With ``defer``, the COMMIT and the lock's release join the queued
+        writes and this returns at once: the caller goes on (parsing the next
+        file) while MariaDB stores this one, and must call :meth:`settle`
+        before it counts the transaction as done.
+        """
         import pymysql
 
+        self.settle()
         try:
             got = self._plain(f"SELECT GET_LOCK('{self.lock_name}', 3600)")[0][0]
             if got != 1:
@@ -492,25 +657,48 @@ class MariaDBStore(Store):
         except pymysql.MySQLError as exc:
             raise self._error(exc) from None
         self._in_tx = True
+        deferred = False
         try:
             yield
+            if defer:
+                self._send(self._commit_job())
+                self._deferred = deferred = True
+            else:
+                self._sync()
+                try:
+                    self.conn.commit()
+                except pymysql.MySQLError as exc:
+                    raise self._error(exc) from None
         except BaseException:
+            self._quiet()
             try:
                 self.conn.rollback()
             except pymysql.MySQLError:
                 pass  # the server rolls back a transaction whose connection is gone
             raise
-        else:
+        finally:
+            self._in_tx = False
+            if not deferred:
+                try:
+                    self._plain(f"SELECT RELEASE_LOCK('{self.lock_name}')")
+                except pymysql.MySQLError:
+                    pass
+
+    def _commit_job(self) -> Callable[[], None]:
+        import pymysql
+
+        def run() -> None:
             try:
                 self.conn.commit()
             except pymysql.MySQLError as exc:
                 raise self._error(exc) from None
-        finally:
-            self._in_tx = False
             try:
-                self._plain(f"SELECT RELEASE_LOCK('{self.lock_name}')")
+                with self.conn.cursor() as cur:
+                    cur.execute(f"SELECT RELEASE_LOCK('{self.lock_name}')")
             except pymysql.MySQLError:
-                pass
+                pass  # committed; a lost connection released the lock
+
+        return run
 
     def retryable(self, exc: BaseException) -> bool:
         import pymysql
@@ -537,6 +725,11 @@ class MariaDBStore(Store):
         ]
 
     def close(self) -> None:
+        if self._sender is not None:
+            self._sender.wait()  # a queued COMMIT belongs to a finished file: let it land
+            self._sender.close()
+            self._sender = None
+            sys.setswitchinterval(self._switch)
         try:
             self.conn.close()
         except Exception:  # already gone
@@ -560,6 +753,15 @@ def _sql_literal(value) -> str:
     if isinstance(value, (bytes, bytearray)):
         return "X'" + bytes(value).hex() + "'"
     raise TypeError(f"cannot store a {type(value).__name__}")
+
+
+def _quote_str(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
+
+
+# The common types' literals, looked up by exact class (bool, float and bytes
+# take _sql_literal's checks).
+_LITERALS: dict[type, Callable[[Any], str]] = {str: _quote_str, int: str, type(None): lambda _v: "NULL"}
 
 
 def _first_line(exc: BaseException) -> str:

@@ -20,7 +20,7 @@ from typing import Callable
 import orjson
 
 from . import parser as P
-from .reader import WINDOW, ReadOutcome, read_transcript
+from .reader import WINDOW, Prefetched, ReadOutcome, read_transcript
 from .sources import SourceFile
 from .store import Store, now_utc
 
@@ -398,7 +398,9 @@ class SessionWriter:
                  for call_id, v in self.late_results.items()],
             )
         waiting = [c for c in self.flushed_calls if c not in self.late_results]
-        if not waiting:
+        if not waiting or self.session is None:
+            # A new session's results all came through this file: the ones
+            # for calls already written are in late_results.
             return
         updates = []
         for i in range(0, len(waiting), 500):
@@ -424,11 +426,16 @@ class SessionWriter:
 
 
 
-def import_file(store: Store, source: SourceFile, previous, report: ImportReport) -> None:
+def import_file(store: Store, source: SourceFile, previous, report: ImportReport,
+                ready: Prefetched | None = None) -> None:
     """The writer stage for one transcript, inside the caller's transaction:
     entries merged into the session by id, then derived fields and the
-    file's parsed_files row."""
-    stream = read_transcript(source, previous)
+    file's parsed_files row. ``ready``: the file already read and parsed,
+    used when it was read against the same ``previous``."""
+    if ready is not None and ready.fits(previous):
+        stream = ready.replay()
+    else:
+        stream = read_transcript(source, previous)
     writer: SessionWriter | None = None
     while True:
         try:
@@ -552,13 +559,14 @@ def apply_index(store: Store, server: str, agent_id: str) -> None:
 
 
 def in_transaction(store: Store, label: str, work: Callable[["ImportReport"], None],
-                    attempts: int = 5) -> "ImportReport":
+                    attempts: int = 5, defer: bool = False) -> "ImportReport":
     """Run ``work`` in one transaction, again when the engine asks for it (a
-    deadlock); the figures it reports count only the attempt that committed."""
+    deadlock); the figures it reports count only the attempt that committed.
+    ``defer``: see :meth:`Store.transaction` (the caller settles)."""
     for attempt in range(attempts):
         part = ImportReport()
         try:
-            with store.transaction():
+            with store.transaction(defer=defer):
                 work(part)
             return part
         except Exception as exc:
@@ -570,8 +578,10 @@ def in_transaction(store: Store, label: str, work: Callable[["ImportReport"], No
     raise AssertionError("unreachable")
 
 
-def import_one(store: Store, source: SourceFile) -> "ImportReport":
-    """One file in one transaction."""
+def import_one(store: Store, source: SourceFile, ready: Prefetched | None = None,
+               defer: bool = False) -> "ImportReport":
+    """One file in one transaction (``ready`` and ``defer``: see import_file
+    and Store.transaction)."""
 
     def work(part: ImportReport) -> None:
         # Read again under the write lock: another importer may have taken
@@ -582,9 +592,9 @@ def import_one(store: Store, source: SourceFile) -> "ImportReport":
         elif unchanged(source, previous):
             part.files_unchanged = 1
         else:
-            import_file(store, source, previous, part)
+            import_file(store, source, previous, part, ready)
 
-    return in_transaction(store, source.path, work)
+    return in_transaction(store, source.path, work, defer=defer)
 
 
 def unchanged(source: SourceFile, previous) -> bool:

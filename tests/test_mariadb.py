@@ -153,3 +153,81 @@ def test_line_larger_than_max_allowed_packet_fails_that_file_clearly(tmp_path, m
         assert status == {SID[:8]: ("success", False), "0d0d0d0d": ("failed", True)}
     finally:
         store.close()
+
+
+def _refuse_boom(url):
+    """A trigger that makes the server refuse a message whose preview is 'boom',
+    as it refuses a value out of range: a failure only the server sees."""
+    admin = _connect(url)
+    with admin.cursor() as cur:
+        cur.execute(
+            "CREATE TRIGGER refuse_boom BEFORE INSERT ON messages FOR EACH ROW "
+            "IF NEW.text_preview = 'boom' THEN "
+            "SIGNAL SQLSTATE '22001' SET MYSQL_ERRNO = 1406, MESSAGE_TEXT = 'refused by the test trigger'; "
+            "END IF"
+        )
+    return admin
+
+
+def test_failure_met_by_a_background_commit_fails_that_file_only(tmp_path, mariadb_url):
+    # The importer hands inserts and COMMITs to a sender thread and parses the
+    # next file meanwhile: a file the server refuses there must still be
+    # rolled back whole, recorded as failed, and leave the other files in.
+    sd = sessions_dir(tmp_path / "state")
+    sids = [f"{n:08x}-0000-4000-8000-000000000000" for n in (1, 2, 3)]
+    for sid in sids:
+        c = Chain()
+        lines = [header(sid), c.user("hello"), c.assistant([{"type": "text", "text": "hi"}])]
+        if sid == sids[1]:
+            lines.append(c.user("boom"))  # last: nothing reads the store after its insert
+        write(sd / f"{sid}.jsonl", lines)
+    open_store(mariadb_url).close()
+    admin = _refuse_boom(mariadb_url)
+    proc = cli("-v", "import", str(tmp_path / "state"), "--server", "s", "--db", mariadb_url)
+    assert proc.returncode == 1, proc.stderr
+    assert "MariaDB refused a value" in proc.stderr and "Traceback" not in proc.stderr
+    # met in the background (by the commit's settle), then run again in the foreground
+    assert f"running {sd / sids[1]}.jsonl again after" in proc.stderr
+    with admin.cursor() as cur:
+        cur.execute("SELECT session_uuid, COUNT(*) FROM messages GROUP BY session_uuid ORDER BY 1")
+        assert cur.fetchall() == ((sids[0], 2), (sids[2], 2))
+        cur.execute("SELECT session_uuid FROM sessions ORDER BY 1")
+        assert [r[0] for r in cur.fetchall()] == [sids[0], sids[2]]
+        cur.execute("SELECT file_path, status FROM parsed_files ORDER BY file_path")
+        assert [(p.rsplit("/", 1)[1][:8], s) for p, s in cur.fetchall()] == [
+            ("00000001", "success"), ("00000002", "failed"), ("00000003", "success")]
+        # the write lock was released
+        cur.execute("SELECT IS_FREE_LOCK(%s)", ("agentbase:" + mariadb_url.rsplit("/", 1)[1],))
+        assert cur.fetchone()[0] == 1
+        cur.execute("DROP TRIGGER refuse_boom")
+    admin.close()
+    # once the server takes it, a rerun imports that file and only that file
+    proc = cli("import", str(tmp_path / "state"), "--server", "s", "--db", mariadb_url)
+    assert proc.returncode == 0, proc.stderr
+    assert "1 imported" in proc.stderr or "1 imported" in proc.stdout
+
+
+def test_deferred_commit_error_is_raised_by_settle(mariadb_url):
+    store = open_store(mariadb_url)
+    admin = _refuse_boom(mariadb_url)
+    try:
+        row = {"id": 1, "session_id": 1, "message_uuid": "m1", "role": "user", "text_preview": "fine"}
+        with store.transaction(defer=True):
+            store.insert_rows("messages", [row])
+            store.insert_rows("messages", [{**row, "id": 2, "message_uuid": "m2", "text_preview": "boom"}])
+        with pytest.raises(Exception) as failure:
+            store.settle()
+        assert "refused" in str(failure.value)
+        store.settle()  # reported once
+        assert store.query("SELECT COUNT(*) FROM messages")[0][0] == 0
+        with admin.cursor() as cur:
+            cur.execute("SELECT IS_FREE_LOCK(%s)", (store.lock_name,))
+            assert cur.fetchone()[0] == 1
+        # the store goes on working
+        with store.transaction(defer=True):
+            store.insert_rows("messages", [row])
+        store.settle()
+        assert store.query("SELECT COUNT(*) FROM messages")[0][0] == 1
+    finally:
+        store.close()
+        admin.close()
