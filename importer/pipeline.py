@@ -69,7 +69,8 @@ def _run(store, paths, server, agent, progress, report, started, sources=None) -
             known[grp] = store.parsed_files(*grp)
         return known[grp].get(src.path)
 
-    _import_all(store, iterator, report, known, touched, store_meta, listed_previous)
+    ahead = _Lookahead(files, known, store.busy) if store.defers_commits else None
+    _import_all(store, iterator, report, known, touched, store_meta, listed_previous, ahead)
     for group in sorted(touched):
         with store.transaction():
             apply_index(store, *group)
@@ -80,11 +81,58 @@ def _run(store, paths, server, agent, progress, report, started, sources=None) -
     return report
 
 
-def _import_all(store, iterator, report, known, touched, store_meta, listed_previous) -> None:
+class _Lookahead:
+    """Transcripts read and parsed ahead (reader.prefetch) while a store that
+    defers commits is still storing earlier files: the parsing of the next
+    files overlaps with the server's work instead of following it.
+
+    Holds at most MAX_FILES files and MAX_BYTES of their new bytes; only
+    files whose group's parsed_files rows are already loaded (no query may
+    run while the store is busy)."""
+
+    MAX_FILES = 4
+    MAX_BYTES = 16 * 1024 * 1024
+
+    def __init__(self, files: list[SourceFile], known: dict, busy: Callable[[], bool]):
+        self.files = files
+        self.known = known
+        self.busy = busy
+        self.ready: dict[int, object] = {}  # index in files -> Prefetched or None
+        self.sizes: dict[int, int] = {}
+        self.next = 0  # the first index not looked at yet
+
+    def fill(self, current: int) -> None:
+        """Prefetch file ``current`` and, while the store is busy, the next ones."""
+        self.next = max(self.next, current)
+        while self.next < len(self.files):
+            if self.next > current and (not self.busy() or len(self.ready) >= self.MAX_FILES
+                                        or sum(self.sizes.values()) >= self.MAX_BYTES):
+                return
+            index, source = self.next, self.files[self.next]
+            group = (source.server, source.agent_id)
+            if source.kind != "transcript":
+                self.next += 1
+                continue
+            if group not in self.known:
+                return  # its rows need a query: wait for the file's turn
+            self.next += 1
+            previous = self.known[group].get(source.path)
+            if unchanged(source, previous):
+                continue
+            self.ready[index] = prefetch(source, previous)
+            self.sizes[index] = source.size - min(source.size, (previous["parsed_offset"] or 0)
+                                                  if previous is not None else 0)
+
+    def take(self, index: int):
+        self.sizes.pop(index, None)
+        return self.ready.pop(index, None)
+
+
+def _import_all(store, iterator, report, known, touched, store_meta, listed_previous, ahead=None) -> None:
     # A store that defers commits (MariaDB) stores file N in the background
-    # while this thread reads and parses file N+1. File N counts once its
-    # commit has landed (settle); if it failed there, the file runs again in
-    # the foreground to meet its error the usual way.
+    # while this thread reads and parses the next files (_Lookahead). File N
+    # counts once its commit has landed (settle); if it failed there, the
+    # file runs again in the foreground to meet its error the usual way.
     defer = store.defers_commits
     in_flight: tuple[SourceFile, ImportReport] | None = None
 
@@ -105,7 +153,7 @@ def _import_all(store, iterator, report, known, touched, store_meta, listed_prev
         _count(report, source, part, touched)
         return True
 
-    for source in iterator:
+    for index, source in enumerate(iterator):
         group = (source.server, source.agent_id)
         previous = listed_previous(source)
         if source.kind == "openclaw_db":
@@ -129,7 +177,11 @@ def _import_all(store, iterator, report, known, touched, store_meta, listed_prev
                 touched.add(group)
             continue
         background = defer and source.kind == "transcript"
-        ready = prefetch(source, previous) if background and in_flight is not None else None
+        ready = None
+        if background and ahead is not None:
+            if in_flight is not None:
+                ahead.fill(index)  # while the previous file is being stored
+            ready = ahead.take(index)
         if not settle():
             return
         part, stop = _attempt(store, source, report, ready, background)

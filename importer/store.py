@@ -236,6 +236,10 @@ class Store:
         """Whether ``transaction(defer=True)`` can return before the commit is done."""
         return False
 
+    def busy(self) -> bool:
+        """Whether writes are still being sent in the background."""
+        return False
+
     def close(self) -> None:
         self.conn.close()
 
@@ -301,8 +305,11 @@ class Store:
         return rows[0] if rows else None
 
     def session(self, server: str, agent_id: str, session_uuid: str) -> sqlite3.Row | None:
+        """What the writer needs of an archived session (not all its columns:
+        MariaDB describes every column of every result, once per file)."""
         rows = self.query(
-            "SELECT * FROM sessions WHERE server = ? AND agent_id = ? AND session_uuid = ?",
+            "SELECT id, source_rank, leaf_entry_id, header_json FROM sessions "
+            "WHERE server = ? AND agent_id = ? AND session_uuid = ?",
             (server, agent_id, session_uuid),
         )
         return rows[0] if rows else None
@@ -450,6 +457,10 @@ class _Sender:
                     self._queued -= size
                     self._cond.notify_all()
 
+    def busy(self) -> bool:
+        with self._cond:
+            return bool(self._jobs) or self._busy
+
     def wait(self) -> BaseException | None:
         """Wait until every queued job ran; returns (and clears) the first failure."""
         with self._cond:
@@ -520,6 +531,9 @@ class MariaDBStore(Store):
     @property
     def defers_commits(self) -> bool:
         return True
+
+    def busy(self) -> bool:
+        return self._sender is not None and self._sender.busy()
 
     def settle(self) -> None:
         """Wait for a deferred commit; on an error, roll back, release the
@@ -609,9 +623,13 @@ class MariaDBStore(Store):
         statements: list[str] = []
         values: list[str] = []
         size = 0
-        quote = _LITERALS.get
         for row in rows:
-            literal = "(" + ",".join([(quote(v.__class__) or _sql_literal)(v) for v in map(row.get, columns)]) + ")"
+            # The common types inline (no call per value); the rest through _sql_literal.
+            literal = "(" + ",".join([
+                "NULL" if v is None else
+                ("'" + v.replace("'", "''") + "'" if v.__class__ is str else
+                 (str(v) if v.__class__ is int else _sql_literal(v)))
+                for v in map(row.get, columns)]) + ")"
             n = len(literal)
             if n * 4 > limit and len(literal.encode()) > limit:
                 raise RowTooLarge(
@@ -753,15 +771,6 @@ def _sql_literal(value) -> str:
     if isinstance(value, (bytes, bytearray)):
         return "X'" + bytes(value).hex() + "'"
     raise TypeError(f"cannot store a {type(value).__name__}")
-
-
-def _quote_str(value: str) -> str:
-    return "'" + value.replace("'", "''") + "'"
-
-
-# The common types' literals, looked up by exact class (bool, float and bytes
-# take _sql_literal's checks).
-_LITERALS: dict[type, Callable[[Any], str]] = {str: _quote_str, int: str, type(None): lambda _v: "NULL"}
 
 
 def _first_line(exc: BaseException) -> str:
