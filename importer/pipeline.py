@@ -12,6 +12,7 @@ from __future__ import annotations
 import gc
 import logging
 import time
+from collections import deque
 from typing import Callable
 
 import orjson
@@ -19,7 +20,7 @@ import orjson
 from .openclaw_import import apply_store_metadata, import_openclaw_db
 from .reader import prefetch
 from .sources import Discovery, SourceFile, SourceLost, discover
-from .store import RowRejected, Store
+from .store import BackgroundFailure, Commit, RowRejected, Store
 from .writer import ImportReport, NotATranscript, apply_index, import_one, record_problem, unchanged
 
 log = logging.getLogger("agentbase")
@@ -63,14 +64,14 @@ def _run(store, paths, server, agent, progress, report, started, sources=None) -
     files = found.files
     iterator = progress(files) if progress else files
 
-    def listed_previous(src: SourceFile):
-        grp = (src.server, src.agent_id)
-        if grp not in known:
-            known[grp] = store.parsed_files(*grp)
-        return known[grp].get(src.path)
-
-    ahead = _Lookahead(files, known, store.busy) if store.defers_commits else None
-    _import_all(store, iterator, report, known, touched, store_meta, listed_previous, ahead)
+    ahead = None
+    if store.defers_commits:
+        ahead = _Lookahead(files, known, store.busy)
+        groups = sorted({(f.server, f.agent_id) for f in files if f.kind in ("transcript", "index")})
+        store.expect(groups)
+        for group in groups:  # loaded now: later, a query would wait for the background writes
+            known[group] = store.parsed_files(*group)
+    _import_all(store, iterator, report, known, touched, store_meta, ahead)
     for group in sorted(touched):
         with store.transaction():
             apply_index(store, *group)
@@ -128,34 +129,49 @@ class _Lookahead:
         return self.ready.pop(index, None)
 
 
-def _import_all(store, iterator, report, known, touched, store_meta, listed_previous, ahead=None) -> None:
-    # A store that defers commits (MariaDB) stores file N in the background
-    # while this thread reads and parses the next files (_Lookahead). File N
-    # counts once its commit has landed (settle); if it failed there, the
-    # file runs again in the foreground to meet its error the usual way.
+def _import_all(store, iterator, report, known, touched, store_meta, ahead=None) -> None:
+    # A store that defers commits (MariaDB) stores files in the background
+    # while this thread reads and parses the next ones (_Lookahead). A file
+    # counts once its commit has landed; when the background met a failure,
+    # every file whose commit had not landed runs again in the foreground,
+    # where its error (if it is its own) gets the usual handling.
     defer = store.defers_commits
-    in_flight: tuple[SourceFile, ImportReport] | None = None
+    in_flight: deque[tuple[SourceFile, ImportReport, Commit]] = deque()
 
-    def settle() -> bool:
-        nonlocal in_flight
-        if in_flight is None:
-            return True
-        source, part = in_flight
-        in_flight = None
-        try:
-            store.settle()
-        except Exception as exc:
-            log.info("running %s again after %s", source.path, exc)
+    def collect() -> None:
+        while in_flight and in_flight[0][2].done:
+            source, part, _commit = in_flight.popleft()
+            _count(report, source, part, touched)
+
+    def recover(failure: BackgroundFailure) -> bool:
+        collect()
+        redo = list(in_flight)
+        in_flight.clear()
+        for source, _part, _commit in redo:
+            log.info("running %s again after %s", source.path, failure)
             part, stop = _attempt(store, source, report)
             if part is not None:
                 _count(report, source, part, touched)
-            return not stop
-        _count(report, source, part, touched)
+            if stop:
+                return False
+        return True
+
+    def settle() -> bool:
+        """Everything in flight landed (or ran again); False: the run must stop."""
+        try:
+            store.settle()
+        except BackgroundFailure as failure:
+            return recover(failure)
+        collect()
         return True
 
     for index, source in enumerate(iterator):
         group = (source.server, source.agent_id)
-        previous = listed_previous(source)
+        if group not in known:
+            if not settle():
+                return
+            known[group] = store.parsed_files(*group)
+        previous = known[group].get(source.path)
         if source.kind == "openclaw_db":
             if not settle():
                 return
@@ -176,22 +192,36 @@ def _import_all(store, iterator, report, known, touched, store_meta, listed_prev
                 # its metadata off the sessions.
                 touched.add(group)
             continue
-        background = defer and source.kind == "transcript"
+        if not (defer and source.kind in ("transcript", "index")):
+            if not settle():
+                return
+            part, stop = _attempt(store, source, report)
+            if part is not None:
+                _count(report, source, part, touched)
+            if stop:
+                return
+            continue
         ready = None
-        if background and ahead is not None:
-            if in_flight is not None:
-                ahead.fill(index)  # while the previous file is being stored
+        if ahead is not None and source.kind == "transcript":
+            ahead.fill(index)  # this file, and the next ones while the store is busy
             ready = ahead.take(index)
-        if not settle():
-            return
-        part, stop = _attempt(store, source, report, ready, background)
+        try:
+            part, stop = _attempt(store, source, report, ready, defer=True)
+        except BackgroundFailure as failure:
+            if not recover(failure):
+                return
+            part, stop = _attempt(store, source, report)
+            if part is not None:
+                _count(report, source, part, touched)
+        else:
+            if part is not None:
+                if store.last_commit is None:
+                    _count(report, source, part, touched)
+                else:
+                    in_flight.append((source, part, store.last_commit))
+            collect()
         if stop:
             return
-        if part is not None:
-            if background:
-                in_flight = (source, part)
-            else:
-                _count(report, source, part, touched)
     settle()
 
 

@@ -165,6 +165,25 @@ MIGRATIONS: list[tuple[str, Callable[["Store"], None]]] = [
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
+class BackgroundFailure(StoreError):
+    """Writes handed to the background failed (``cause``): every file whose
+    commit had not landed (``Commit.done``) was rolled back or never sent,
+    and must be run again."""
+
+    def __init__(self, cause: BaseException):
+        super().__init__(str(cause))
+        self.cause = cause
+
+
+class Commit:
+    """A deferred transaction's commit: ``done`` once it has landed."""
+
+    __slots__ = ("done",)
+
+    def __init__(self):
+        self.done = False
+
+
 class RowRejected(StoreError):
     """The engine refused a value of one file (too large, out of range...):
     that file fails with this message, the others go on."""
@@ -227,9 +246,11 @@ class Store:
         finally:
             self._in_tx = False
 
+    last_commit: "Commit | None" = None  # the last deferred transaction's; None: committed at once
+
     def settle(self) -> None:
-        """Wait for a deferred commit; raises its error (its transaction
-        rolled back). A no-op where commits are never deferred."""
+        """Wait for every deferred commit; a failure raises
+        :class:`BackgroundFailure`. A no-op where commits are never deferred."""
 
     @property
     def defers_commits(self) -> bool:
@@ -239,6 +260,9 @@ class Store:
     def busy(self) -> bool:
         """Whether writes are still being sent in the background."""
         return False
+
+    def expect(self, groups: Iterable[tuple[str, str]]) -> None:
+        """A hint: the (server, agent) groups a run is about to import."""
 
     def close(self) -> None:
         self.conn.close()
@@ -477,18 +501,32 @@ class _Sender:
 
 
 class MariaDBStore(Store):
-    """MariaDB through pymysql. Writers serialise on a named lock per
-    transaction, so two importers running at once behave as one run after the
-    other (ids stay dense, nothing is doubled), and a killed connection
-    releases it (and rolls its transaction back) at once."""
+    """MariaDB through pymysql. Writers serialise on a named lock, so two
+    importers running at once behave as one run after the other (ids stay
+    dense, nothing is doubled), and a killed connection releases it (and
+    rolls its transaction back) at once.
+
+    Deferred transactions (``transaction(defer=True)``, the importer's file
+    transactions) overlap the server's work with the importer's: their
+    writes and COMMIT go to a sender thread, the lock is held from the first
+    of them until :meth:`settle`, and while it is held the look-ups the
+    writer makes for every file (its parsed_files row, its session, the next
+    ids) are answered from what this connection read and wrote, so that the
+    importer never waits for the server between files.
+    """
 
     def __init__(self, conn, location: str, database: str):
         super().__init__(conn, MariaDBDialect(), location)
         self.database = database
         self.lock_name = f"agentbase:{database}"[:64]
         self._sender: _Sender | None = None
-        self._deferred = False  # a transaction's tail (and COMMIT) is still queued
         self._switch: float | None = None
+        self._held = False  # the write lock is held across deferred transactions
+        self._files: dict[tuple[str, str], dict] = {}  # parsed_files rows by group, while held
+        self._sessions: dict[tuple[str, str], dict] = {}  # session look-up rows by group, while held
+        self._session_keys: dict[int, tuple[str, str, str]] = {}  # session id -> (server, agent, uuid)
+        self._ids: dict[str, int] = {}  # next ids, while held
+        self._groups: list[tuple[str, str]] = []  # groups to load at once when the lock is taken
         self.max_packet = int(self._plain("SELECT @@max_allowed_packet")[0][0])
 
     # -- the background sender ---------------------------------------------
@@ -500,21 +538,20 @@ class MariaDBStore(Store):
             # A sender waiting for the GIL after each reply would otherwise
             # wait the default 5 ms switch interval while the parser runs.
             self._switch = sys.getswitchinterval()
-            sys.setswitchinterval(min(self._switch, 0.0005))
+            sys.setswitchinterval(min(self._switch, 0.0001))
         self._sender.submit(job, size)
 
     def _sync(self) -> None:
         """Before anything that reads or ends a transaction: let every queued
-        write land, and raise the first that failed."""
+        write land, and raise the first that failed (as a BackgroundFailure
+        while deferred transactions are in flight: not the caller's own)."""
         if self._sender is not None:
             failure = self._sender.wait()
             if failure is not None:
+                if self._held:
+                    self._abandon()
+                    raise BackgroundFailure(failure)
                 raise failure
-
-    def _quiet(self) -> None:
-        """Let queued writes finish and drop their error (the transaction is rolled back anyway)."""
-        if self._sender is not None:
-            self._sender.wait()
 
     def _job(self, sql: str, params: Sequence[Any] | None = None) -> Callable[[], None]:
         import pymysql
@@ -536,23 +573,103 @@ class MariaDBStore(Store):
         return self._sender is not None and self._sender.busy()
 
     def settle(self) -> None:
-        """Wait for a deferred commit; on an error, roll back, release the
-        write lock and raise it."""
-        if not self._deferred:
-            self._sync()
-            return
-        self._deferred = False
-        failure = self._sender.wait() if self._sender is not None else None
-        if failure is None:
-            return
+        """Wait until every deferred commit has landed, then release the
+        write lock. On a failure: roll back, release, and raise
+        BackgroundFailure (the files whose Commit is not done must run again)."""
+        if self._sender is not None:
+            failure = self._sender.wait()
+            if failure is not None:
+                self._abandon()
+                raise BackgroundFailure(failure)
+        if self._held:
+            self._release()
+
+    def _abandon(self) -> None:
+        """After a background failure: roll back what is open, drop the lock."""
         import pymysql
 
-        for sql in ("ROLLBACK", f"SELECT RELEASE_LOCK('{self.lock_name}')"):
-            try:
-                self._plain(sql)
-            except pymysql.MySQLError:
-                pass  # a lost connection: the server rolled back and released the lock
-        raise failure
+        try:
+            self.conn.rollback()
+        except pymysql.MySQLError:
+            pass  # a lost connection: the server rolled back and released the lock
+        self._release()
+
+    def _release(self) -> None:
+        import pymysql
+
+        self._held = False
+        self._forget()
+        try:
+            self._plain(f"SELECT RELEASE_LOCK('{self.lock_name}')")
+        except pymysql.MySQLError:
+            pass
+
+    def _forget(self) -> None:
+        """Drop the look-up caches: the next look-ups read the store."""
+        self._files.clear()
+        self._sessions.clear()
+        self._session_keys.clear()
+        self._ids.clear()
+
+    # -- look-ups answered from the caches while the lock is held ----------
+
+    def expect(self, groups: Iterable[tuple[str, str]]) -> None:
+        """The (server, agent) groups a run will import: their look-ups are
+        loaded together when the lock is taken, not one by one between
+        files (each would wait for the server to finish the queue)."""
+        self._groups = sorted(set(groups))
+
+    def _warm(self) -> None:
+        for server, agent_id in self._groups:
+            self.parsed_file(server, agent_id, "")
+            self.session(server, agent_id, "")
+
+    def parsed_file(self, server: str, agent_id: str, file_path: str):
+        if not self._held:
+            return super().parsed_file(server, agent_id, file_path)
+        group = (server, agent_id)
+        if group not in self._files:
+            self._files[group] = self.parsed_files(server, agent_id)
+        return self._files[group].get(file_path)
+
+    def session(self, server: str, agent_id: str, session_uuid: str):
+        if not self._held:
+            return super().session(server, agent_id, session_uuid)
+        group = (server, agent_id)
+        if group not in self._sessions:
+            rows = self.query(
+                "SELECT session_uuid, id, source_rank, leaf_entry_id, header_json FROM sessions "
+                "WHERE server = ? AND agent_id = ?",
+                (server, agent_id),
+            )
+            self._sessions[group] = {r[0]: dict(zip(_SESSION_LOOKUP, r[1:])) for r in rows}
+            for r in rows:
+                self._session_keys[r[1]] = (server, agent_id, r[0])
+        found = self._sessions[group].get(session_uuid)
+        return _row(found) if found is not None else None
+
+    def next_ids(self, *tables: str) -> list[int]:
+        if not self._held:
+            return super().next_ids(*tables)
+        missing = [t for t in tables if t not in self._ids]
+        if missing:
+            self._ids.update(zip(missing, super().next_ids(*missing)))
+        return [self._ids[t] for t in tables]
+
+    def _wrote(self, table: str, rows: list[dict]) -> None:
+        """Keep the caches true to rows this connection wrote."""
+        if table in self._ids:
+            ids = [r.get("id") for r in rows]
+            if None in ids:
+                del self._ids[table]
+            else:
+                self._ids[table] = max(self._ids[table], max(ids) + 1)
+        if table == "sessions":
+            for r in rows:
+                group = (r["server"], r["agent_id"])
+                if group in self._sessions:
+                    self._sessions[group][r["session_uuid"]] = {c: r.get(c) for c in _SESSION_LOOKUP}
+                    self._session_keys[r["id"]] = (*group, r["session_uuid"])
 
     def _error(self, exc: Exception) -> Exception:
         import pymysql
@@ -579,6 +696,8 @@ class MariaDBStore(Store):
         import pymysql
 
         self._sync()
+        if self._held and _changes_lookups(sql):
+            self._forget()  # a write the caches do not follow
         cur = self.conn.cursor()
         try:
             cur.execute(self.dialect.translate(sql), tuple(params))
@@ -587,17 +706,24 @@ class MariaDBStore(Store):
         return cur
 
     def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
+        """On the sender, like the inserts: statements that return nothing."""
         import pymysql
 
         rows = list(rows)
         if not rows:
             return
-        self._sync()
-        try:
-            with self.conn.cursor() as cur:
-                cur.executemany(self.dialect.translate(sql), rows)
-        except pymysql.MySQLError as exc:
-            raise self._error(exc) from None
+        text = self.dialect.translate(sql)
+
+        def run() -> None:
+            try:
+                with self.conn.cursor() as cur:
+                    cur.executemany(text, rows)
+            except pymysql.MySQLError as exc:
+                raise self._error(exc) from None
+
+        self._send(run, 64 * len(rows))
+        if self._held and _changes_lookups(sql):
+            self._forget()  # a write the caches do not follow
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
         cur = self.execute(sql, params)
@@ -645,64 +771,114 @@ class MariaDBStore(Store):
         statements.append(head + ",".join(values))
         for sql in statements:
             self._send(self._job(sql), len(sql))  # no parameters: pymysql sends the text as it is
+        if self._held:
+            self._wrote(table, rows)
 
     def upsert_row(self, table: str, row: dict, key: Sequence[str]) -> None:
         columns = list(row.keys())
         self._send(self._job(self.dialect.translate(self.dialect.upsert(table, columns, key)),
                              tuple(row[c] for c in columns)))
+        if self._held:
+            if table == "parsed_files" and (row["server"], row["agent_id"]) in self._files:
+                rows = self._files[(row["server"], row["agent_id"])]
+                old = rows.get(row["file_path"])
+                names = [name for name, _kind in schema.TABLES["parsed_files"]]
+                merged = {n: row[n] if n in row else (old[n] if old is not None else None) for n in names}
+                rows[row["file_path"]] = _row(merged)
+            elif table == "sessions" or table in self._ids:
+                self._forget()
 
     def update(self, table: str, row_id: int, values: dict) -> None:
         sets = ", ".join(f"`{c}` = %s" for c in values)
         self._send(self._job(f"UPDATE `{table}` SET {sets} WHERE id = %s", (*values.values(), row_id)))
+        if self._held:
+            key = self._session_keys.get(row_id) if table == "sessions" else None
+            if key is not None:
+                cached = self._sessions[key[:2]][key[2]]
+                for c in _SESSION_LOOKUP:
+                    if c in values:
+                        cached[c] = values[c]
+            elif table != "sessions":
+                self._forget()
 
     @contextmanager
     def transaction(self, defer: bool = False) -> Iterator[None]:
         """One write transaction under the store's named lock.
 
-        With ``defer``, the COMMIT and the lock's release join the queued
-        writes and this returns at once: the caller goes on (parsing the next
-        file) while MariaDB stores this one, and must call :meth:`settle`
-        before it counts the transaction as done.
+        With ``defer``, the BEGIN, writes and COMMIT go to the sender and this
+        returns at once (``last_commit`` tells when it landed); the lock stays
+        held for the next deferred transaction, until :meth:`settle`, which
+        the caller must call before anything else.
         """
         import pymysql
 
-        self.settle()
-        try:
-            got = self._plain(f"SELECT GET_LOCK('{self.lock_name}', 3600)")[0][0]
-            if got != 1:
-                raise StoreError(f"could not get the write lock on {self.location}")
-            self.conn.begin()
-        except pymysql.MySQLError as exc:
-            raise self._error(exc) from None
-        self._in_tx = True
-        deferred = False
-        try:
-            yield
+        if not defer or not self._held:
+            self.settle()
+            try:
+                got = self._plain(f"SELECT GET_LOCK('{self.lock_name}', 3600)")[0][0]
+                if got != 1:
+                    raise StoreError(f"could not get the write lock on {self.location}")
+            except pymysql.MySQLError as exc:
+                raise self._error(exc) from None
+            self._held = defer
             if defer:
-                self._send(self._commit_job())
-                self._deferred = deferred = True
-            else:
-                self._sync()
-                try:
-                    self.conn.commit()
-                except pymysql.MySQLError as exc:
-                    raise self._error(exc) from None
+                self._warm()
+        self._in_tx = True
+        try:
+            if defer:
+                self._send(self._begin_job())
+                yield
+                commit = Commit()
+                self._send(self._commit_job(commit))
+                self.last_commit = commit
+                return
+            try:
+                self.conn.begin()
+            except pymysql.MySQLError as exc:
+                raise self._error(exc) from None
+            yield
+            self._sync()
+            try:
+                self.conn.commit()
+            except pymysql.MySQLError as exc:
+                raise self._error(exc) from None
+            self.last_commit = None
+        except BackgroundFailure:
+            raise  # rolled back and released by _sync
         except BaseException:
-            self._quiet()
+            failure = self._sender.wait() if self._sender is not None else None
+            if failure is not None and defer:
+                # An earlier file's writes failed in the background: it and
+                # this one must run again.
+                self._abandon()
+                raise BackgroundFailure(failure) from None
             try:
                 self.conn.rollback()
             except pymysql.MySQLError:
                 pass  # the server rolls back a transaction whose connection is gone
+            if defer:
+                self._forget()  # they may hold this file's rolled-back rows
             raise
         finally:
             self._in_tx = False
-            if not deferred:
+            if not defer:
                 try:
                     self._plain(f"SELECT RELEASE_LOCK('{self.lock_name}')")
                 except pymysql.MySQLError:
                     pass
 
-    def _commit_job(self) -> Callable[[], None]:
+    def _begin_job(self) -> Callable[[], None]:
+        import pymysql
+
+        def run() -> None:
+            try:
+                self.conn.begin()
+            except pymysql.MySQLError as exc:
+                raise self._error(exc) from None
+
+        return run
+
+    def _commit_job(self, commit: Commit) -> Callable[[], None]:
         import pymysql
 
         def run() -> None:
@@ -710,11 +886,7 @@ class MariaDBStore(Store):
                 self.conn.commit()
             except pymysql.MySQLError as exc:
                 raise self._error(exc) from None
-            try:
-                with self.conn.cursor() as cur:
-                    cur.execute(f"SELECT RELEASE_LOCK('{self.lock_name}')")
-            except pymysql.MySQLError:
-                pass  # committed; a lost connection released the lock
+            commit.done = True
 
         return run
 
@@ -745,6 +917,7 @@ class MariaDBStore(Store):
     def close(self) -> None:
         if self._sender is not None:
             self._sender.wait()  # a queued COMMIT belongs to a finished file: let it land
+            self._held = False  # closing the connection releases the lock
             self._sender.close()
             self._sender = None
             sys.setswitchinterval(self._switch)
@@ -752,6 +925,21 @@ class MariaDBStore(Store):
             self.conn.close()
         except Exception:  # already gone
             pass
+
+
+_SESSION_LOOKUP = ("id", "source_rank", "leaf_entry_id", "header_json")
+_KEEPS_LOOKUPS = re.compile(r"\s*(SELECT\b|UPDATE\s+[\[`]?(messages|tool_calls|entries)\b)", re.I)
+
+
+def _changes_lookups(sql: str) -> bool:
+    """Whether a statement may change what MariaDBStore answers from its
+    caches (parsed_files rows, sessions, next ids): anything but a SELECT or
+    an UPDATE of messages, tool_calls or entries (ids never change)."""
+    return _KEEPS_LOOKUPS.match(sql) is None
+
+
+def _row(values: dict) -> "Row":
+    return Row(tuple(values.values()), {name: i for i, name in enumerate(values)})
 
 
 def _sql_literal(value) -> str:
