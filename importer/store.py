@@ -553,17 +553,27 @@ class MariaDBStore(Store):
                     raise BackgroundFailure(failure)
                 raise failure
 
-    def _job(self, sql: str, params: Sequence[Any] | None = None) -> Callable[[], None]:
+    def _guarded(self, action: Callable[[], None]) -> Callable[[], None]:
+        """``action`` as a sender job: its pymysql errors become the store's."""
         import pymysql
 
         def run() -> None:
             try:
-                with self.conn.cursor() as cur:
-                    cur.execute(sql, params)
+                action()
             except pymysql.MySQLError as exc:
                 raise self._error(exc) from None
 
         return run
+
+    def _job(self, sql: str, params: Any = None, many: bool = False) -> Callable[[], None]:
+        def action() -> None:
+            with self.conn.cursor() as cur:
+                if many:
+                    cur.executemany(sql, params)
+                else:
+                    cur.execute(sql, params)
+
+        return self._guarded(action)
 
     @property
     def defers_commits(self) -> bool:
@@ -707,21 +717,10 @@ class MariaDBStore(Store):
 
     def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
         """On the sender, like the inserts: statements that return nothing."""
-        import pymysql
-
         rows = list(rows)
         if not rows:
             return
-        text = self.dialect.translate(sql)
-
-        def run() -> None:
-            try:
-                with self.conn.cursor() as cur:
-                    cur.executemany(text, rows)
-            except pymysql.MySQLError as exc:
-                raise self._error(exc) from None
-
-        self._send(run, 64 * len(rows))
+        self._send(self._job(self.dialect.translate(sql), rows, many=True), 64 * len(rows))
         if self._held and _changes_lookups(sql):
             self._forget()  # a write the caches do not follow
 
@@ -826,7 +825,7 @@ class MariaDBStore(Store):
         self._in_tx = True
         try:
             if defer:
-                self._send(self._begin_job())
+                self._send(self._guarded(self.conn.begin))
                 yield
                 commit = Commit()
                 self._send(self._commit_job(commit))
@@ -867,28 +866,12 @@ class MariaDBStore(Store):
                 except pymysql.MySQLError:
                     pass
 
-    def _begin_job(self) -> Callable[[], None]:
-        import pymysql
-
-        def run() -> None:
-            try:
-                self.conn.begin()
-            except pymysql.MySQLError as exc:
-                raise self._error(exc) from None
-
-        return run
-
     def _commit_job(self, commit: Commit) -> Callable[[], None]:
-        import pymysql
-
-        def run() -> None:
-            try:
-                self.conn.commit()
-            except pymysql.MySQLError as exc:
-                raise self._error(exc) from None
+        def action() -> None:
+            self.conn.commit()
             commit.done = True
 
-        return run
+        return self._guarded(action)
 
     def retryable(self, exc: BaseException) -> bool:
         import pymysql
