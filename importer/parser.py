@@ -192,7 +192,7 @@ class Entry:
     line_index: int
     obj: dict
     raw: bytes
-    # Filled by derive() ahead of time (on another thread) or on demand.
+    # Filled by derive(): ahead of time (reader.prefetch) or on demand.
     row: dict | None = None
     calls: list | None = None
     _hash: str | None = None

@@ -221,6 +221,7 @@ def _import_all(store, iterator, report, known, touched, store_meta, ahead=None)
                     in_flight.append((source, part, store.last_commit))
             collect()
         if stop:
+            settle()  # the files before this one still count
             return
     settle()
 
