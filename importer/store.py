@@ -225,6 +225,15 @@ class Store:
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
         return self.conn.execute(sql, params).fetchall()
 
+    def tuples(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
+        """Like :meth:`query`, as plain tuples: cheaper for bulk reads (the export)."""
+        cur = self.conn.cursor()
+        cur.row_factory = None
+        try:
+            return cur.execute(sql, params).fetchall()
+        finally:
+            cur.close()
+
     @contextmanager
     def transaction(self, defer: bool = False) -> Iterator[None]:
         """One write transaction; rolled back whole on any error.
@@ -723,6 +732,13 @@ class MariaDBStore(Store):
         self._send(self._job(self.dialect.translate(sql), rows, many=True), 64 * len(rows))
         if self._held and _changes_lookups(sql):
             self._forget()  # a write the caches do not follow
+
+    def tuples(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
+        cur = self.execute(sql, params)
+        try:
+            return list(cur.fetchall()) if cur.description is not None else []
+        finally:
+            cur.close()
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
         cur = self.execute(sql, params)
