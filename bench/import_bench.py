@@ -4,6 +4,8 @@
     python3 bench/import_bench.py [--size-mb 500] [--workdir DIR] [--keep]
 
 (a) orjson parse-only throughput over a generated tree (read, split on b"\\n", orjson.loads)
+(a2) the importer's own reader and parser over the same tree, every row derived, no store: the
+     ceiling of (b) for any store on this machine (information)
 (b) full import throughput into a fresh embedded SQLite store (`python -m importer import`)
 (c) ratio (b)/(a)                                        target >= 0.25
 (d) no-change rerun over 10,000 small files              target < 1 s
@@ -170,6 +172,29 @@ def parse_only(files: list[Path]) -> tuple[int, int, float]:
     return nbytes, nlines, time.perf_counter() - t0
 
 
+def parse_derive(tree: Path) -> tuple[int, float]:
+    """(bytes, seconds) for the importer's own reader and parser over the tree,
+    deriving every row it would store (messages, tool calls, entries), with no
+    store at all: the most any store's import could reach on this machine."""
+    from importer.reader import read_transcript
+    from importer.sources import discover
+
+    sources = [s for s in discover([str(tree)]).files if s.kind != "index"]
+    nbytes = 0
+    t0 = time.perf_counter()
+    for source in sources:
+        stream = read_transcript(source, None)
+        while True:
+            try:
+                _session, entries = next(stream)
+            except StopIteration as stop:
+                nbytes += stop.value.bytes_read
+                break
+            for entry in entries:
+                entry.derive()
+    return nbytes, time.perf_counter() - t0
+
+
 def append_line(tree: Path) -> tuple[Path, int]:
     """Append one complete user message to the largest live .jsonl file; return (path, line bytes).
     Its parentId is the file's current last entry (the leaf), its id new in the file."""
@@ -258,6 +283,10 @@ def main(argv=None) -> int:
         log(f"(a) parse-only: {len(files)} files, {nbytes / MIB:.1f} MiB, {nlines} lines in {secs:.2f} s "
             f"= {results['a']:.1f} MiB/s")
         tree_bytes = sum(p.stat().st_size for p in tree.rglob("*") if p.is_file())
+        nbytes, secs = parse_derive(tree)
+        results["a2"] = nbytes / MIB / secs
+        log(f"(a2) the importer's reader and parser, rows derived, no store: {nbytes / MIB:.1f} MiB in "
+            f"{secs:.2f} s = {results['a2']:.1f} MiB/s = {results['a2'] / results['a']:.3f} x (a)")
 
         if not args.skip_import:
             # ---- (b) + (f) full import: the first importer child ------------------------------
@@ -341,6 +370,8 @@ def print_table(r: dict, args) -> None:
     e_limit = None if e_line is None else e_line + APPEND_SLACK_BYTES
     rows = [
         ("(a) parse-only throughput", num(a, "{:.1f} MiB/s"), "-", "info" if a is not None else "n/a"),
+        ("(a2) parse + derive rows, no store", num(r.get("a2"), "{:.1f} MiB/s")
+         + ("" if r.get("a2") is None else f" = {r['a2'] / a:.3f} x (a)"), "-", "info" if r.get("a2") else "n/a"),
         ("(b) full import throughput", num(b, "{:.1f} MiB/s"), "-", "info" if b is not None else "n/a"),
         ("(c) ratio (b)/(a)", num(c, "{:.3f}"), f">= {RATIO_MIN}", verdict(c, c is not None and c >= RATIO_MIN)),
         (f"(d) no-change rerun, {args.files} files, wall", num(d_wall, "{:.3f} s"), f"< {RERUN_MAX_S:g} s",
