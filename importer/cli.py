@@ -165,7 +165,10 @@ def init(db):
 @click.option("--no-redact", is_flag=True,
               help="Keep credentials (API keys, tokens, passwords, private keys) in the snapshot; by default "
               "they become [REDACTED:<kind>] (the store always keeps the originals).")
-def export(db, output, zone, quiet, no_redact):
+@click.option("--if-changed", is_flag=True,
+              help="Leave the snapshot as it is when the store has not changed since it was made "
+              "(same time zone and redaction): for cron, as `agentbase sync` does.")
+def export(db, output, zone, quiet, no_redact, if_changed):
     """Build the read-only SQLite snapshot (full-text index, local days,
     indexes, counts file) that Datasette serves; replaced atomically.
     Credentials in the transcripts are redacted (see `agentbase secrets`)."""
@@ -173,7 +176,7 @@ def export(db, output, zone, quiet, no_redact):
 
     store = _open(db)
     try:
-        report = export_snapshot(store, output, timezone=zone, redact=not no_redact)
+        report = export_snapshot(store, output, timezone=zone, redact=not no_redact, if_changed=if_changed)
     except StoreError as exc:
         raise click.ClickException(str(exc)) from None
     except OSError as exc:
@@ -292,8 +295,6 @@ def _config_run(config_file, server, agent, db, json_summary, quiet, export):
         if done is False:
             click.echo(f"error: {message}", err=True)
             failed = True
-        elif done is None:
-            click.echo(f"warning: {message}", err=True)
         elif not quiet:
             click.echo(message, err=True)
     if failed:

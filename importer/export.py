@@ -62,8 +62,11 @@ class ExportReport:
     bytes: int = 0
     elapsed_s: float = 0.0
     secrets_redacted: int | None = None  # None: exported with --no-redact
+    unchanged: bool = False  # if_changed: the snapshot already showed this store; nothing written
 
     def summary(self) -> str:
+        if self.unchanged:
+            return f"snapshot {self.path} unchanged: nothing new in the store since it was made"
         counts = ", ".join(f"{n} {t}" for t, n in self.rows.items() if t in ("sessions", "messages", "tool_calls"))
         redacted = ("credentials kept (--no-redact)" if self.secrets_redacted is None
                     else f"{self.secrets_redacted} credentials redacted")
@@ -457,6 +460,43 @@ def _copy_table(store: Store, out: sqlite3.Connection, table: str, to_local: Loc
     return count
 
 
+# Bump when the snapshot made from an unchanged store would differ (new
+# columns, indexes, search text): a snapshot of another format is rebuilt.
+SNAPSHOT_FORMAT = 1
+
+
+def store_state(store: Store, zone_name: str, redact: bool) -> str:
+    """A short digest that changes whenever a snapshot of ``store`` would:
+    any committed import (each writes its file's parsed_files row, with the
+    time it was parsed; a replaced entry gets a new id), a migration, the
+    time zone, redaction, the code's version or snapshot format. Cheap: key
+    maxima and one small table's count."""
+    from . import __version__
+
+    parts: list = [__version__, SNAPSHOT_FORMAT, zone_name, redact, store.location, store.schema_version()]
+    for table in TABLES:
+        parts.append(store.tuples(f"SELECT MAX(id) FROM [{table}]")[0][0])
+    parts.extend(store.tuples("SELECT COUNT(*), MAX(parsed_at), MAX(file_mtime_ns) FROM parsed_files")[0])
+    parts.extend(store.tuples("SELECT COUNT(*), MAX(updated_at) FROM sessions")[0])
+    return hashlib.sha256(orjson.dumps(parts, default=str)).hexdigest()[:32]
+
+
+def _snapshot_state(path: Path) -> str | None:
+    """The store state a snapshot was made from, or None (no file, not a
+    snapshot, an older snapshot without one, unreadable)."""
+    if not path.is_file():
+        return None
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            row = conn.execute("SELECT value FROM agentbase_snapshot WHERE key = 'store_state'").fetchone()
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return None
+    return row[0] if row else None
+
+
 def _file_sha256(path: Path) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as f:
@@ -471,24 +511,35 @@ def inspect_path(snapshot: Path) -> Path:
 
 
 def export_snapshot(store: Store, output: str | os.PathLike | None = None, timezone: str | None = None,
-                    progress=None, redact: bool = True) -> ExportReport:
+                    progress=None, redact: bool = True, if_changed: bool = False) -> ExportReport:
     """Build the snapshot at ``output`` (default: snapshot.db beside the embedded store).
 
     ``redact`` (the default) replaces credentials in every transcript text
     with ``[REDACTED:<kind>]`` (see redact.py); the store keeps the originals.
+    ``if_changed``: leave the snapshot as it is when it was made from this
+    very store state, with the same time zone and redaction (see
+    :func:`store_state`); the report then says ``unchanged``.
     """
     started = time.perf_counter()
-    if redact:
-        from . import redact as _load_detectors  # noqa: F401  (once, before the worker forks)
     target = Path(output).expanduser() if output else snapshot_path_for(store)
     zone_name, zone = resolve_zone(timezone)
+    # Taken before reading: a commit landing during the export changes the
+    # state, so the next if_changed run rebuilds rather than miss it.
+    state = store_state(store, zone_name, redact)
+    inspect_file = inspect_path(target)
+    if if_changed and inspect_file.is_file() and _snapshot_state(target) == state:
+        report = ExportReport(str(target), zone_name, unchanged=True)
+        report.bytes = target.stat().st_size
+        report.elapsed_s = time.perf_counter() - started
+        return report
+    if redact:
+        from . import redact as _load_detectors  # noqa: F401  (once, before the worker forks)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
     for leftover in (tmp, tmp.with_name(tmp.name + "-journal")):
         if leftover.exists():
             leftover.unlink()
     report = ExportReport(str(target), zone_name)
-    inspect_file = inspect_path(target)
     inspect_tmp = inspect_file.with_name(f".{inspect_file.name}.tmp-{os.getpid()}")
     out = sqlite3.connect(str(tmp), isolation_level=None)
     prep = None
@@ -532,7 +583,7 @@ def export_snapshot(store: Store, output: str | os.PathLike | None = None, timez
             "INSERT INTO agentbase_snapshot (key, value) VALUES (?, ?)",
             [("exported_at", datetime.now(tz=None).astimezone().isoformat(timespec="seconds")),
              ("timezone", zone_name), ("source", store.location), ("redacted", "yes" if redact else "no"),
-             ("secrets_redacted", str(report.secrets_redacted) if redact else "")],
+             ("secrets_redacted", str(report.secrets_redacted) if redact else ""), ("store_state", state)],
         )
         out.execute("COMMIT")
         out.execute("INSERT INTO messages_fts (messages_fts) VALUES ('optimize')")

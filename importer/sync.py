@@ -275,16 +275,14 @@ def run_lock(path: Path) -> Iterator[None]:
         os.close(fd)
 
 
-def export_after_sync(store: Store, config: Config) -> tuple[bool | None, str]:
-    """Export the snapshot: (True, its summary), (False, the error) or
-    (None, why it was skipped)."""
-    try:
-        from .export import export_snapshot
-    except ImportError:
-        return None, "snapshot skipped: this AgentBase has no importer.export module yet"
+def export_after_sync(store: Store, config: Config) -> tuple[bool, str]:
+    """Export the snapshot, unless it already shows the store as it is now:
+    (True, its summary) or (False, the error)."""
+    from .export import export_snapshot
+
     output = str(Path(config.snapshot).expanduser()) if config.snapshot else None  # None: its default
     try:
-        result = export_snapshot(store, output, timezone=config.timezone)
+        result = export_snapshot(store, output, timezone=config.timezone, if_changed=True)
     except StoreError as exc:
         return False, f"snapshot not written: {exc}"
     except OSError as exc:

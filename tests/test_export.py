@@ -180,3 +180,92 @@ def test_unknown_zone_raises_store_error(tmp_path):
     with pytest.raises(StoreError):
         export_snapshot(store, tmp_path / "s.db", timezone="Nowhere/Land")
     store.close()
+
+
+def _file_id(path: Path) -> tuple[int, int]:
+    st = path.stat()
+    return st.st_ino, st.st_mtime_ns
+
+
+def _append_turn(root: Path, text: str) -> None:
+    """One more user message at the end of the corpus session (a file that grew)."""
+    path = sessions_dir(root) / f"{SID}.jsonl"
+    last = json.loads(path.read_bytes().splitlines()[-1])
+    entry = {"type": "message", "id": f"ff{len(text):06x}", "parentId": last["id"],
+             "timestamp": "2026-04-05T21:00:00.000Z",
+             "message": {"role": "user", "content": [{"type": "text", "text": text}]}}
+    with open(path, "ab") as f:
+        f.write(json.dumps(entry, ensure_ascii=False).encode() + b"\n")
+
+
+def _if_changed_cycle(tmp_path: Path, url: str) -> None:
+    """export --if-changed rebuilds exactly when the store (or the zone) changed."""
+    root = tmp_path / "state"
+    out = tmp_path / "snap.db"
+
+    def export(**kw) -> "object":
+        store = open_store(url)
+        try:
+            return export_snapshot(store, out, if_changed=True, **kw)
+        finally:
+            store.close()
+
+    first = export(timezone="Asia/Shanghai")
+    assert not first.unchanged and first.rows["messages"] == 5
+    made = _file_id(out)
+    again = export(timezone="Asia/Shanghai")
+    assert again.unchanged and "unchanged" in again.summary()
+    assert _file_id(out) == made  # not rewritten
+    # another time zone: the local days differ, so it is rebuilt
+    berlin = export(timezone="Europe/Berlin")
+    assert not berlin.unchanged and _file_id(out) != made
+    made = _file_id(out)
+    # a rerun that finds nothing new leaves the store, and so the snapshot, as it was
+    assert cli("import", str(root), "--server", "s", "--db", url).returncode == 0
+    assert export(timezone="Europe/Berlin").unchanged and _file_id(out) == made
+    # an import that adds a message: rebuilt, and the message is in it
+    _append_turn(root, "请检查备份任务 checkpoint-otter")
+    assert cli("import", str(root), "--server", "s", "--db", url).returncode == 0
+    grown = export(timezone="Europe/Berlin")
+    assert not grown.unchanged and grown.rows["messages"] == 6
+    assert search(out, "checkpoint-otter") == ["user"] and search(out, "备份") == ["user"]
+    # without the flag, export always rebuilds
+    made = _file_id(out)
+    store = open_store(url)
+    try:
+        assert not export_snapshot(store, out, timezone="Europe/Berlin").unchanged
+    finally:
+        store.close()
+    assert _file_id(out) != made
+    # a snapshot made from another store at the same path is rebuilt from this one
+    other = f"sqlite:///{tmp_path / 'other.db'}"
+    assert cli("import", str(corpus(tmp_path / "other")), "--server", "o", "--db", other).returncode == 0
+    store = open_store(other)
+    try:
+        assert not export_snapshot(store, out, timezone="Europe/Berlin", if_changed=True).unchanged
+    finally:
+        store.close()
+
+
+def test_export_if_changed_sqlite(tmp_path):
+    db = f"sqlite:///{tmp_path / 'archive.db'}"
+    assert cli("import", str(corpus(tmp_path / "state")), "--server", "s", "--db", db).returncode == 0
+    _if_changed_cycle(tmp_path, db)
+
+
+def test_export_if_changed_mariadb(tmp_path, mariadb_url):
+    assert cli("import", str(corpus(tmp_path / "state")), "--server", "s", "--db", mariadb_url).returncode == 0
+    _if_changed_cycle(tmp_path, mariadb_url)
+
+
+def test_export_if_changed_cli(tmp_path, snapshot):
+    db = f"sqlite:///{tmp_path / 'archive.db'}"
+    made = _file_id(snapshot)
+    proc = cli("export", "--db", db, "-o", str(snapshot), "--timezone", "Asia/Shanghai", "--if-changed")
+    assert proc.returncode == 0 and proc.stderr.strip() == (
+        f"snapshot {snapshot} unchanged: nothing new in the store since it was made")
+    assert _file_id(snapshot) == made
+    # the redaction setting is part of what the snapshot shows
+    proc = cli("export", "--db", db, "-o", str(snapshot), "--timezone", "Asia/Shanghai", "--if-changed",
+               "--no-redact")
+    assert proc.returncode == 0 and "unchanged" not in proc.stderr and _file_id(snapshot) != made

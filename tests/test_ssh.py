@@ -354,14 +354,29 @@ def test_sync_refuses_to_overlap(tmp_path):
     proc = ic.run_cli(["sync", "--config", config, "-q"])
     assert proc.returncode == 0, ic.describe(proc, "sync")
     assert scalar(tmp_path / "ssh.db", "SELECT COUNT(*) FROM messages") == 4
-    try:
-        import importer.export  # noqa: F401
-    except ImportError:
-        assert "snapshot skipped" in proc.stderr
-    else:
-        assert (tmp_path / "snapshot.db").exists()
+    assert (tmp_path / "snapshot.db").exists()
     with open(lock, "rb") as f:  # released when the process ended
         fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+
+
+def test_sync_rebuilds_the_snapshot_only_when_the_store_changed(tmp_path):
+    state = tmp_path / "state"
+    write(sessions_dir(state) / f"{SID}.jsonl", conversation(turns=1))
+    snapshot = tmp_path / "snapshot.db"
+    config = write_config(tmp_path, None, [{"name": "here", "local": True, "state_dir": str(state)}],
+                          snapshot=str(snapshot))
+    proc = ic.run_cli(["sync", "--config", config])
+    assert proc.returncode == 0 and f"snapshot {snapshot}: 1 sessions, 4 messages" in proc.stderr
+    made = snapshot.stat().st_ino, snapshot.stat().st_mtime_ns
+    proc = ic.run_cli(["sync", "--config", config])  # nothing new: the snapshot stays
+    assert proc.returncode == 0, ic.describe(proc, "sync")
+    assert f"snapshot {snapshot} unchanged" in proc.stderr
+    assert (snapshot.stat().st_ino, snapshot.stat().st_mtime_ns) == made
+    other = "5e55a0a0-0000-4000-8000-00000000000b"
+    write(sessions_dir(state) / f"{other}.jsonl", conversation(other, turns=2))  # a new session
+    proc = ic.run_cli(["sync", "--config", config])
+    assert proc.returncode == 0 and f"snapshot {snapshot}: 2 sessions, 12 messages" in proc.stderr
+    assert scalar(snapshot, "SELECT COUNT(*) FROM messages") == 12
 
 
 def test_import_without_path_reads_the_default_config(tmp_path, monkeypatch):
