@@ -1,0 +1,223 @@
+"""The embedded SQLite store: the zero-setup default, and the base class whose
+reads and writes MariaDBStore shares."""
+
+from __future__ import annotations
+
+import sqlite3
+from contextlib import contextmanager
+from typing import Any, Iterable, Iterator, Sequence
+
+from .. import schema
+from .common import Commit, StoreError, now_utc
+from .dialects import Dialect
+from .migrations import MIGRATIONS, SCHEMA_VERSION
+
+
+class Store:
+    """A connection to the archive plus the handful of queries the pipeline needs.
+
+    This class is the embedded SQLite store; :class:`MariaDBStore` overrides
+    the plumbing for MariaDB.
+    """
+
+    def __init__(self, conn, dialect: Dialect, location: str):
+        self.conn = conn
+        self.dialect = dialect
+        self.location = location
+        self._in_tx = False
+
+    @property
+    def kind(self) -> str:
+        return self.dialect.name
+
+    def retryable(self, exc: BaseException) -> bool:
+        """Whether a failed file transaction may simply be run again."""
+        return False
+
+    # -- plumbing -----------------------------------------------------------
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> sqlite3.Cursor:
+        return self.conn.execute(sql, params)
+
+    def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
+        self.conn.executemany(sql, rows)
+
+    def query(self, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
+        return self.conn.execute(sql, params).fetchall()
+
+    def tuples(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
+        """Like :meth:`query`, as plain tuples: cheaper for bulk reads (the export)."""
+        cur = self.conn.cursor()
+        cur.row_factory = None
+        try:
+            return cur.execute(sql, params).fetchall()
+        finally:
+            cur.close()
+
+    @contextmanager
+    def transaction(self, defer: bool = False) -> Iterator[None]:
+        """One write transaction; rolled back whole on any error.
+
+        ``defer``: the store may finish the commit in the background (see
+        :meth:`MariaDBStore.transaction`); the caller must then call
+        :meth:`settle` before it counts the work as done. SQLite commits
+        at once either way.
+        """
+        self.conn.execute("BEGIN IMMEDIATE")
+        self._in_tx = True
+        try:
+            yield
+        except BaseException:
+            self.conn.rollback()
+            raise
+        else:
+            self.conn.commit()
+        finally:
+            self._in_tx = False
+
+    last_commit: "Commit | None" = None  # the last deferred transaction's; None: committed at once
+
+    def settle(self) -> None:
+        """Wait for every deferred commit; a failure raises
+        :class:`BackgroundFailure`. A no-op where commits are never deferred."""
+
+    @property
+    def defers_commits(self) -> bool:
+        """Whether ``transaction(defer=True)`` can return before the commit is done."""
+        return False
+
+    def busy(self) -> bool:
+        """Whether writes are still being sent in the background."""
+        return False
+
+    def expect(self, groups: Iterable[tuple[str, str]]) -> None:
+        """A hint: the (server, agent) groups a run is about to import."""
+
+    def close(self) -> None:
+        self.conn.close()
+
+    # -- migrations ----------------------------------------------------------
+
+    def schema_version(self) -> int:
+        exists = self.query("SELECT name FROM sqlite_master WHERE type='table' AND name='_migrations'")
+        if not exists:
+            return 0
+        row = self.query("SELECT MAX(version) FROM _migrations")
+        return row[0][0] or 0
+
+    def migrate(self) -> list[str]:
+        """Apply pending migrations; returns their names (empty: nothing to do)."""
+        current = self.schema_version()
+        if current > SCHEMA_VERSION:
+            raise StoreError(
+                f"{self.location} has schema version {current}, newer than this AgentBase "
+                f"understands ({SCHEMA_VERSION}); upgrade AgentBase to use it"
+            )
+        applied = []
+        if current == SCHEMA_VERSION:
+            return applied
+        with self.transaction():
+            self.execute(
+                "CREATE TABLE IF NOT EXISTS _migrations (version INTEGER PRIMARY KEY, name TEXT, applied_at TEXT)"
+            )
+            current = self.schema_version()  # another process may have migrated meanwhile
+            for version in range(current + 1, SCHEMA_VERSION + 1):
+                name, step = MIGRATIONS[version - 1]
+                step(self)
+                self.execute(
+                    "INSERT INTO _migrations (version, name, applied_at) VALUES (?, ?, ?)",
+                    (version, name, now_utc()),
+                )
+                applied.append(name)
+        return applied
+
+    def columns(self, table: str) -> list[str]:
+        return [r[1] for r in self.query(f"PRAGMA table_info([{table}])")]
+
+    def ensure_columns(self, table: str, names: Sequence[str]) -> None:
+        """Add the named columns (typed as in schema.TABLES) where missing."""
+        have = set(self.columns(table))
+        kinds = dict(schema.TABLES[table])
+        for name in names:
+            if name not in have:
+                self.execute(f"ALTER TABLE [{table}] ADD COLUMN [{name}] {self.dialect.column_type(kinds[name])}")
+
+    # -- reads the pipeline needs ---------------------------------------------
+
+    def parsed_files(self, server: str, agent_id: str) -> dict[str, sqlite3.Row]:
+        rows = self.query(
+            "SELECT * FROM parsed_files WHERE server = ? AND agent_id = ?", (server, agent_id)
+        )
+        return {row["file_path"]: row for row in rows}
+
+    def parsed_file(self, server: str, agent_id: str, file_path: str):
+        rows = self.query(
+            "SELECT * FROM parsed_files WHERE server = ? AND agent_id = ? AND file_path = ?",
+            (server, agent_id, file_path),
+        )
+        return rows[0] if rows else None
+
+    def session(self, server: str, agent_id: str, session_uuid: str) -> sqlite3.Row | None:
+        """What the writer needs of an archived session (not all its columns:
+        MariaDB describes every column of every result, once per file)."""
+        rows = self.query(
+            "SELECT id, source_rank, leaf_entry_id, header_json FROM sessions "
+            "WHERE server = ? AND agent_id = ? AND session_uuid = ?",
+            (server, agent_id, session_uuid),
+        )
+        return rows[0] if rows else None
+
+    def session_entries(self, session_id: int) -> list[tuple[str, str | None, int, str, str]]:
+        """(entry id, parent id, is_active_path, raw_hash, table) of every archived entry."""
+        out = [
+            (r[0], r[1], r[2], r[3], "messages")
+            for r in self.execute(
+                "SELECT message_uuid, parent_message_uuid, is_active_path, raw_hash "
+                "FROM messages WHERE session_id = ?",
+                (session_id,),
+            )
+        ]
+        out += [
+            (r[0], r[1], r[2], r[3], "entries")
+            for r in self.execute(
+                "SELECT entry_uuid, parent_uuid, is_active_path, raw_hash FROM entries WHERE session_id = ?",
+                (session_id,),
+            )
+        ]
+        return out
+
+    def counted_call_keys(self, session_id: int) -> set[str]:
+        return {
+            r[0]
+            for r in self.execute(
+                "SELECT call_key FROM messages WHERE session_id = ? AND usage_counted = 1 "
+                "AND call_key IS NOT NULL",
+                (session_id,),
+            )
+        }
+
+    def next_id(self, table: str) -> int:
+        """The next free id; only valid inside a write transaction (the lock is held)."""
+        return self.next_ids(table)[0]
+
+    def next_ids(self, *tables: str) -> list[int]:
+        """The next free id of each table, in one round trip."""
+        parts = ", ".join(f"(SELECT COALESCE(MAX(id), 0) FROM [{t}])" for t in tables)
+        return [int(v) + 1 for v in self.query(f"SELECT {parts}")[0]]
+
+    # -- writes ---------------------------------------------------------------
+
+    def insert_rows(self, table: str, rows: list[dict]) -> None:
+        if not rows:
+            return
+        columns = list(rows[0].keys())
+        self.executemany(self.dialect.insert(table, columns), [tuple(r[c] for c in columns) for r in rows])
+
+    def upsert_row(self, table: str, row: dict, key: Sequence[str]) -> None:
+        columns = list(row.keys())
+        self.execute(self.dialect.upsert(table, columns, key), tuple(row[c] for c in columns))
+
+    def update(self, table: str, row_id: int, values: dict) -> None:
+        sets = ", ".join(f"[{c}] = ?" for c in values)
+        self.execute(f"UPDATE [{table}] SET {sets} WHERE id = ?", (*values.values(), row_id))
+
