@@ -40,6 +40,7 @@ from datasette import hookimpl
 from datasette.utils.asgi import NotFound, Response
 from markupsafe import Markup
 
+from importer import shape
 from importer.search import fts_query
 
 from . import access, conversation, dashboard, render
@@ -47,13 +48,12 @@ from .snippets import snippet
 
 HERE = Path(__file__).resolve().parent
 CSS_PATH = HERE / "static" / "agentbase.css"
-SNAPSHOT_MARKER = "agentbase_snapshot"
-TRANSCRIPT_TABLES = {"sessions", "messages", "tool_calls", "entries", "entry_revisions", "parsed_files",
-                     "session_index"}
+SNAPSHOT_MARKER = shape.MARKER
+TRANSCRIPT_TABLES = frozenset(shape.TABLES)
 LINK_COLUMNS = {"conversation", "session", "message", "tool_call", "messages", "next"}
-BLOCK_COLUMNS = {"content_blocks", "tool_calls_json"}
-JSON_COLUMNS = {"raw_json", "header_json", "arguments"}
-THINKING_COLUMNS = {"thinking_text", "thinking"}
+BLOCK_COLUMNS = shape.BLOCK_COLUMNS
+JSON_COLUMNS = shape.JSON_COLUMNS
+THINKING_COLUMNS = shape.THINKING_COLUMNS
 
 
 def _snapshots(datasette) -> dict:

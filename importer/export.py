@@ -26,32 +26,14 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import orjson
 
 from . import parser as P
-from . import schema
+from . import shape
 from .search import TOKENIZE, index_text
 from .store import Dialect, Store, StoreError, default_db_path
 
 BATCH = 2000
-# Tables copied into the snapshot, in this order; the archive's bookkeeping
-# (_migrations) stays behind.
-TABLES = ("sessions", "messages", "tool_calls", "entries", "entry_revisions", "parsed_files", "session_index")
-# Local-time columns added after the UTC column they derive from.
-LOCAL_COLUMNS = {
-    "messages": "timestamp",
-    "tool_calls": "timestamp",
-    "sessions": "last_message_at",
-}
-# Indexes for the explorer: the design's, plus every facet and sort of metadata.yml.
-SNAPSHOT_INDEXES = {
-    "messages": [("agent_id", "timestamp"), ("day",), ("server",), ("role",), ("first_tool_call",), ("model",),
-                 ("provider",), ("has_thinking",), ("is_error",), ("session_id", "seq"), ("timestamp",),
-                 ("agent_id", "day"), ("is_synthetic",)],
-    "tool_calls": [("agent_id", "timestamp"), ("day",), ("server",), ("tool_name",), ("is_error",),
-                   ("session_id",), ("timestamp",), ("message_id",), ("agent_id", "day")],
-    "sessions": [("server",), ("agent_id",), ("session_type",), ("last_message_at",), ("day",),
-                 ("session_uuid",)],
-    "entries": [("session_id", "seq"), ("entry_type",), ("custom_type",)],
-    "parsed_files": [("server", "agent_id"), ("status",)],
-}
+TABLES = tuple(shape.TABLES)  # copied in this order
+LOCAL_COLUMNS = {t.name: t.local_time_from for t in shape.TABLES.values() if t.local_time_from}
+COUNT_COLUMN = shape.COUNT_COLUMN
 
 
 @dataclass
@@ -186,45 +168,11 @@ def message_search_text(content_blocks: str | None, fallback: str | None) -> str
     return "\n".join(parts)
 
 
-# Archive-internal columns the explorer has no use for: the rebuildable JSON
-# envelope of messages (details, usage... its content is in content_blocks)
-# stays in the store, which keeps the snapshot about a third smaller.
-LEFT_OUT = {"messages": {"raw_json", "raw_hash", "call_key"}, "entries": {"raw_hash"}}
-
-
-# Columns that hold transcript text, in the order a row's values travel to the
-# worker: credentials in them are redacted in the snapshot. Where a credential
-# is counted (the redactions table): messages.content_blocks, error_message
-# (text_preview only without content), entries.raw_json, entry_revisions and
-# sessions; the other columns repeat it (a message's thinking_text,
-# tool_calls_json and preview are cut from its content_blocks, a tool call's
-# arguments and command from its message, an entry's preview from its JSON).
-REDACT_COLUMNS = {
-    "messages": ("content_blocks", "text_preview", "error_message", "thinking_text", "tool_calls_json"),
-    "tool_calls": ("arguments", "command", "result_preview"),
-    "entries": ("raw_json", "text_preview"),
-    "entry_revisions": ("raw_json", "content_blocks"),
-    "sessions": ("header_json", "cwd"),
-}
-# Snapshot-only columns: how many credentials were redacted in the row (and,
-# for a session, in all its rows); placed before the long text columns.
-COUNT_COLUMN = "secrets_redacted"
-COUNT_BEFORE = {"messages": "text_preview", "sessions": "header_json"}
-REDACTIONS_DDL = ("CREATE TABLE redactions (table_name TEXT, row_id INTEGER, session_id INTEGER, "
-                  "column_name TEXT, kind TEXT, count INTEGER)")
+REDACT_COLUMNS = {t.name: t.redact for t in shape.TABLES.values() if t.redact}
 
 
 def _snapshot_columns(table: str) -> list[tuple[str, str]]:
-    columns = [c for c in schema.TABLES[table] if c[0] not in LEFT_OUT.get(table, ())]
-    after = LOCAL_COLUMNS.get(table)
-    if after:
-        at = [c for c, _ in columns].index(after) + 1
-        columns[at:at] = [("day", "str:10"), ("local_time", "datetime")]
-    before = COUNT_BEFORE.get(table)
-    if before:
-        at = [c for c, _ in columns].index(before)
-        columns[at:at] = [(COUNT_COLUMN, "int")]
-    return columns
+    return shape.columns(table)
 
 
 def _redact_message(row: tuple, patch: dict, found: list) -> str | None:
@@ -433,7 +381,7 @@ def _copy_table(store: Store, out: sqlite3.Connection, table: str, to_local: Loc
             out_rows.append(values)
         out.executemany(insert, out_rows)
         if fts_rows:
-            out.executemany("INSERT INTO messages_fts (rowid, body) VALUES (?, ?)", fts_rows)
+            out.executemany(f"INSERT INTO {shape.FTS_TABLE} (rowid, {shape.FTS_COLUMN}) VALUES (?, ?)", fts_rows)
         if findings:
             out.executemany("INSERT INTO redactions VALUES (?, ?, ?, ?, ?, ?)", findings)
 
@@ -489,7 +437,7 @@ def _snapshot_state(path: Path) -> str | None:
     try:
         conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
         try:
-            row = conn.execute("SELECT value FROM agentbase_snapshot WHERE key = 'store_state'").fetchone()
+            row = conn.execute(f"SELECT value FROM {shape.MARKER} WHERE key = 'store_state'").fetchone()
         finally:
             conn.close()
     except sqlite3.Error:
@@ -555,15 +503,17 @@ def export_snapshot(store: Store, output: str | os.PathLike | None = None, timez
         out.execute("BEGIN")
         for table in TABLES:
             out.execute(dialect.create_table(table, _snapshot_columns(table), []))
-        out.execute(f"CREATE VIRTUAL TABLE messages_fts USING fts5(body, content='', tokenize='{TOKENIZE}')")
-        out.execute("CREATE TABLE agentbase_snapshot (key TEXT PRIMARY KEY, value TEXT)")
-        out.execute(REDACTIONS_DDL)
+        out.execute(f"CREATE VIRTUAL TABLE {shape.FTS_TABLE} USING fts5({shape.FTS_COLUMN}, content='', "
+                    f"tokenize='{TOKENIZE}')")
+        out.execute(f"CREATE TABLE {shape.MARKER} (key TEXT PRIMARY KEY, value TEXT)")
+        out.execute(shape.REDACTIONS_DDL)
         # Fewer, larger merges while loading; 'optimize' merges all at the end.
         # A 64 MB term buffer (the default is 1 MB) writes far fewer small
         # segments to merge: the index of a million messages in a quarter
         # less time (27 s -> 20 s here).
-        out.execute("INSERT INTO messages_fts (messages_fts, rank) VALUES ('automerge', 16)")
-        out.execute("INSERT INTO messages_fts (messages_fts, rank) VALUES ('hashsize', ?)", (64 * 2**20,))
+        fts = shape.FTS_TABLE
+        out.execute(f"INSERT INTO {fts} ({fts}, rank) VALUES ('automerge', 16)")
+        out.execute(f"INSERT INTO {fts} ({fts}, rank) VALUES ('hashsize', ?)", (64 * 2**20,))
         to_local = LocalTime(zone)
         prep = _Preparer(out, redact)
         for table in TABLES:
@@ -572,24 +522,25 @@ def export_snapshot(store: Store, output: str | os.PathLike | None = None, timez
             report.rows[table] = _copy_table(store, out, table, to_local, prep)
         prep.close()
         if redact:
-            out.execute("CREATE INDEX idx_redactions_session ON redactions (session_id)")
-            out.execute("CREATE INDEX idx_redactions_kind ON redactions (kind)")
+            for cols in shape.REDACTIONS_INDEXES:
+                out.execute(f"CREATE INDEX [{shape.index_name(shape.REDACTIONS, cols)}] "
+                            f"ON {shape.REDACTIONS} ({', '.join(cols)})")
             out.execute(f"UPDATE sessions SET [{COUNT_COLUMN}] = COALESCE("
                         "(SELECT SUM(count) FROM redactions r WHERE r.session_id = sessions.id), 0)")
-            report.secrets_redacted = out.execute("SELECT COALESCE(SUM(count), 0) FROM redactions").fetchone()[0]
+            report.secrets_redacted = out.execute(f"SELECT COALESCE(SUM(count), 0) FROM {shape.REDACTIONS}").fetchone()[0]
         report.rows["redactions"] = out.execute("SELECT COUNT(*) FROM redactions").fetchone()[0]
-        for table, indexes in SNAPSHOT_INDEXES.items():
-            for cols in indexes:
-                name = f"idx_{table}_{'_'.join(cols)}"
-                out.execute(f"CREATE INDEX [{name}] ON [{table}] ({', '.join(f'[{c}]' for c in cols)})")
+        for table in shape.TABLES.values():
+            for cols in table.indexes:
+                out.execute(f"CREATE INDEX [{shape.index_name(table.name, cols)}] ON [{table.name}] "
+                            f"({', '.join(f'[{c}]' for c in cols)})")
         out.executemany(
-            "INSERT INTO agentbase_snapshot (key, value) VALUES (?, ?)",
+            f"INSERT INTO {shape.MARKER} (key, value) VALUES (?, ?)",
             [("exported_at", datetime.now(tz=None).astimezone().isoformat(timespec="seconds")),
              ("timezone", zone_name), ("source", store.location), ("redacted", "yes" if redact else "no"),
              ("secrets_redacted", str(report.secrets_redacted) if redact else ""), ("store_state", state)],
         )
         out.execute("COMMIT")
-        out.execute("INSERT INTO messages_fts (messages_fts) VALUES ('optimize')")
+        out.execute(f"INSERT INTO {fts} ({fts}) VALUES ('optimize')")
         out.execute("ANALYZE")
         out.close()
         out = None
