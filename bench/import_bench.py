@@ -176,21 +176,20 @@ def parse_derive(tree: Path) -> tuple[int, float]:
     """(bytes, seconds) for the importer's own reader and parser over the tree,
     deriving every row it would store (messages, tool calls, entries), with no
     store at all: the most any store's import could reach on this machine."""
-    from importer.reader import read_transcript
-    from importer.sources import discover
+    from importer.sources import Container, discover
 
-    sources = [s for s in discover([str(tree)]).files if s.kind != "index"]
+    units = [u for u in discover([str(tree)]).units if not isinstance(u, Container) and not u.meta]
     nbytes = 0
     t0 = time.perf_counter()
-    for source in sources:
-        stream = read_transcript(source, None)
+    for unit in units:
+        stream = unit.read(None)
         while True:
             try:
-                _session, entries = next(stream)
+                batch = next(stream)
             except StopIteration as stop:
                 nbytes += stop.value.bytes_read
                 break
-            for entry in entries:
+            for entry in batch.entries:
                 entry.derive()
     return nbytes, time.perf_counter() - t0
 

@@ -11,7 +11,6 @@ import orjson
 
 from . import __version__, stats as stats_mod
 from .pipeline import run_import
-from .sources import STATE_DIR_NAMES
 from .store import StoreError, default_db_path, open_store
 from .config import default_config_path
 
@@ -29,12 +28,15 @@ def _open(db: str | None):
 
 
 def _default_paths() -> list[str] | None:
-    """~/.openclaw (or the older ~/.clawdbot / ~/.moltbot); None when there is none."""
-    for name in STATE_DIR_NAMES:
-        path = Path.home() / name
-        if path.is_dir():
-            return [str(path)]
-    return None
+    """Every kind's default places on this machine that hold something to
+    import (~/.openclaw or the older ~/.clawdbot / ~/.moltbot, ~/.pi, ...);
+    None when there is none."""
+    from .sources import default_paths, discover
+
+    paths = default_paths()
+    if not paths or not discover(paths).units:
+        return None
+    return [str(Path(p).expanduser()) for p in paths]
 
 
 def demo_dir() -> Path:
@@ -94,8 +96,8 @@ def import_(paths, server, agent, db, demo, json_summary, quiet, config_file):
         paths = _default_paths()
         if paths is None:
             click.echo(
-                f"No ~/.openclaw here: importing the demo transcripts from {demo_dir()} "
-                "(name a PATH to import real ones).",
+                f"No transcripts in the default places (~/.openclaw, ~/.pi, ...): importing the demo "
+                f"transcripts from {demo_dir()} (name a PATH to import real ones).",
                 err=True,
             )
             paths = _demo_paths()

@@ -45,7 +45,7 @@ _TOP_KEYS = {
 }
 _SERVE_KEYS = {"password_env", "sql"}
 _ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_SERVER_KEYS = {"name", "local", "host", "port", "user", "identity_file", "state_dir", "agents"}
+_SERVER_KEYS = {"name", "local", "host", "port", "user", "identity_file", "state_dir", "paths", "agents"}
 _SECRET_KEYS = {"password", "passwd", "passphrase", "secret", "db_password", "database_password"}
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 _VAR_RE = re.compile(r"\$(?:\$|\{(?P<braced>[A-Za-z_][A-Za-z0-9_]*)(?::-(?P<default>[^}]*))?\}|(?P<bare>[A-Za-z_][A-Za-z0-9_]*))")
@@ -72,6 +72,7 @@ class ServerConfig:
     identity_file: str | None = None  # None: ~/.ssh/config's IdentityFile, the ssh agent, ~/.ssh/id_*
     state_dir: str | None = None  # None: ~/.openclaw (else ~/.clawdbot, ~/.moltbot)
     agents: list[str] | None = None  # None: every agent found
+    paths: list[str] | None = None  # what to import there, of any kind (None: state_dir, else every default)
 
     @property
     def state_dirs(self) -> tuple[str, ...]:
@@ -198,6 +199,17 @@ def _agents(data: dict, key: str, where: str) -> list[str] | None:
     return list(value)
 
 
+def _paths(data: dict, key: str, where: str) -> list[str] | None:
+    value = data.get(key)
+    if value is None:
+        return None
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not value or not all(isinstance(v, str) and v.strip() for v in value):
+        raise ConfigError(f"{where}.{key}: expected a list of paths, e.g. [~/.openclaw, ~/.claude]")
+    return [v.strip() for v in value]
+
+
 def _server(data: Any, index: int) -> ServerConfig:
     where = f"servers[{index}]"
     if not isinstance(data, dict):
@@ -223,6 +235,8 @@ def _server(data: Any, index: int) -> ServerConfig:
             port = -1
         if not 0 < port < 65536:
             raise ConfigError(f"{where}.port: expected a TCP port number")
+    if data.get("paths") is not None and data.get("state_dir") is not None:
+        raise ConfigError(f"{where}: give paths (they may include the OpenClaw state dir) or state_dir, not both")
     if local:
         for key in ("port", "user", "identity_file"):
             if data.get(key) is not None:
@@ -230,7 +244,7 @@ def _server(data: Any, index: int) -> ServerConfig:
     return ServerConfig(
         name=name, local=local, host=host, port=port, user=_str(data, "user", where),
         identity_file=_str(data, "identity_file", where), state_dir=_str(data, "state_dir", where),
-        agents=_agents(data, "agents", where),
+        agents=_agents(data, "agents", where), paths=_paths(data, "paths", where),
     )
 
 

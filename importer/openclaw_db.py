@@ -3,7 +3,7 @@
 Since OpenClaw 2026.8.1 transcripts live in one SQLite database per agent,
 ``<state>/agents/<agent>/agent/openclaw-agent.sqlite`` (FORMAT.md section 9).
 This module finds those stores and reads what the importer needs from them;
-it never writes to them and never touches the archive (``openclaw_import.py`` turns
+it never writes to them and never touches the archive (``sources/openclaw_store.py`` turns
 what it returns into rows, through the same parser as JSONL lines).
 
 - **Finding stores**: ``agents/*/agent/openclaw-agent.sqlite`` (never the
@@ -37,6 +37,7 @@ from __future__ import annotations
 import hashlib
 import io
 import os
+import posixpath
 import sqlite3
 import urllib.parse
 from dataclasses import dataclass, field
@@ -45,6 +46,8 @@ from typing import Any, BinaryIO, Callable, Iterator
 
 import orjson
 import zstandard
+
+from .sources.base import SourceError as _SourceError
 
 AGENT_DB_NAME = "openclaw-agent.sqlite"
 INCOGNITO_DB_NAME = "incognito-openclaw-agent.sqlite"
@@ -68,7 +71,7 @@ READABLE_TABLES = frozenset({
 _PRAGMAS = frozenset({"query_only", "busy_timeout", "user_version", "table_info", "table_xinfo", "journal_mode"})
 
 
-class SourceError(Exception):
+class SourceError(_SourceError):
     """A store (or one of its archives) that cannot be read as expected.
 
     Messages name tables, session ids, sequence numbers and sizes only, never
@@ -143,11 +146,12 @@ def is_store_name(name: str) -> bool:
     return name == AGENT_DB_NAME
 
 
-def registered_stores(state_dir: str | os.PathLike) -> list[tuple[str, str]]:
-    """(agent id, absolute path) from ``<state>/state/openclaw.sqlite``
-    ``agent_databases``; empty when there is no such database or table."""
-    state_dir = Path(state_dir)
-    db = state_dir / STATE_DB_REL
+def registered_stores(state_db: str | os.PathLike, state_dir: str) -> list[tuple[str, str]]:
+    """(agent id, absolute path) from a state database (``<state>/state/openclaw.sqlite``,
+    or a local copy of it: ``state_db``) ``agent_databases``; paths are relative
+    to ``state_dir`` (the state dir's path where the store is: maybe another
+    server's); empty when there is no such table."""
+    db = Path(state_db)
     if not db.is_file():
         return []
     try:
@@ -168,10 +172,10 @@ def registered_stores(state_dir: str | os.PathLike) -> list[tuple[str, str]]:
     for agent_id, stored in rows:
         if not isinstance(agent_id, str) or not isinstance(stored, str) or not stored:
             continue
-        path = Path(stored) if os.path.isabs(stored) else state_dir / stored
-        if os.path.basename(stored) == INCOGNITO_DB_NAME:
+        path = stored if stored.startswith("/") else posixpath.join(state_dir, stored)
+        if posixpath.basename(stored) == INCOGNITO_DB_NAME:
             continue
-        out.append((agent_id, os.path.abspath(path)))
+        out.append((agent_id, posixpath.normpath(path)))
     return out
 
 

@@ -228,6 +228,7 @@ class ParseState:
     legacy: bool = False  # pi v1: no ids, order is the sequence
     next_line: int = 0  # index of the next line to read
     last_entry_id: str | None = None
+    extra: dict = field(default_factory=dict)  # what another kind's parser carries across runs
 
 
 @dataclass
@@ -236,6 +237,7 @@ class ChunkResult:
     bad_lines: int = 0
     pending_lines: int = 0
     consumed: int = 0  # bytes up to and including the last complete line
+    batches: list | None = None  # a parser of several sessions per file: its entries, by session
 
 
 class TranscriptParser:
@@ -249,9 +251,30 @@ class TranscriptParser:
     counted as pending.
     """
 
+    # Entry types that tell a transcript from any other JSON-lines file.
+    known_types = frozenset({
+        "session", "message", "model_change", "thinking_level_change", "compaction", "branch_summary",
+        "custom", "custom_message", "label", "session_info", "reset",
+    })
+
     def __init__(self, file_name: str, state: ParseState | None = None):
         self.file_name = file_name
         self.state = state or ParseState()
+
+    def sessions(self) -> dict:
+        """The session-level values the file's header gives (none without one)."""
+        from .sources.base import SessionInfo
+
+        state = self.state
+        header = state.header
+        if header is None:
+            return {}
+        return {state.session_id: SessionInfo({
+            "cwd": _str(header.get("cwd"), 512),
+            "started_at": format_timestamp(header.get("timestamp")),
+            "version": _int(header.get("version")) or 1,
+            "parent_session": _str(header.get("parentSession") or header.get("branchedFrom"), 512),
+        }, state.header_raw.decode("utf-8", "replace"))}
 
     def feed(self, data: bytes, final: bool = False) -> ChunkResult:
         result = ChunkResult()
@@ -485,16 +508,16 @@ def message_row(entry: Entry) -> dict:
             break
     role = _str(message.get("role"), 32)
     is_error = message.get("isError") is True
-    tool_call_id = tool_name = None
+    tool_call_id = tool_name = exit_code = duration = None
     if role == "toolResult":
-        is_error = result_failed(message)[0]
+        is_error, exit_code, duration = result_failed(message)
         tool_call_id = _str(message.get("toolCallId"), 255)
         tool_name = _str(message.get("toolName"), 128)
     elif role == "assistant" and message.get("stopReason") == "error":
         is_error = True
     elif role == "bashExecution":
-        code = _int(message.get("exitCode"))
-        is_error = code is not None and code != 0
+        exit_code = _int(message.get("exitCode"))
+        is_error = exit_code is not None and exit_code != 0
     usage = message.get("usage")
     row = {
         "message_uuid": entry.entry_id,
@@ -517,6 +540,8 @@ def message_row(entry: Entry) -> dict:
         "error_message": _str(message.get("errorMessage")),
         "tool_call_id": tool_call_id,
         "tool_name": tool_name,
+        "exit_code": exit_code,
+        "duration_ms": duration,
         "timestamp": format_timestamp(obj.get("timestamp")) or format_timestamp(message.get("timestamp")),
         "seq": entry.line_index,
         "call_key": None,

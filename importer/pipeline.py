@@ -1,10 +1,11 @@
-"""The import pipeline: sources -> reader -> parser -> writer -> store.
+"""The import pipeline: sources -> units -> reader/parser -> writer -> store.
 
-``run_import`` lists the sources, skips what did not change, imports each
-file (and each session of an OpenClaw SQLite store) in its own
-transaction, and applies
-sessions.json and store metadata at the end. One bad file never stops the
-others.
+``run_import`` lists the sources (or takes a listing made elsewhere: a remote
+server's), skips every unit (and container) whose change token is what its
+checkpoint says, imports each other unit in its own transaction, and at the
+end lets each kind apply what it gathered for the groups the run touched
+(session metadata). One bad unit never stops the others. Nothing here asks
+what kind a unit is.
 """
 
 from __future__ import annotations
@@ -17,11 +18,12 @@ from typing import Callable
 
 import orjson
 
-from .openclaw_import import apply_store_metadata, import_openclaw_db
 from .reader import prefetch
-from .sources import Discovery, SourceFile, SourceLost, discover
-from .store import BackgroundFailure, Commit, RowRejected, Store
-from .writer import ImportReport, NotATranscript, apply_index, import_one, record_problem, unchanged
+from .sources import (
+    Checkpoint, Container, Discovery, NotATranscript, Source, SourceError, SourceLost, all_sources, discover, unchanged,
+)
+from .store import BackgroundFailure, RowRejected, Store
+from .writer import ImportReport, import_one, record_problem, unit_row
 
 log = logging.getLogger("agentbase")
 
@@ -31,13 +33,13 @@ def run_import(
     paths: list[str],
     server: str | None = None,
     agent: str | None = None,
-    progress: Callable[[list[SourceFile]], object] | None = None,
+    progress: Callable[[list], object] | None = None,
     sources: Discovery | None = None,
 ) -> ImportReport:
-    """Import every transcript under ``paths``; one bad file never stops the others.
+    """Import every unit under ``paths``; one bad unit never stops the others.
 
     ``sources``, when given, is an already made listing (a remote server's,
-    see remote.py) imported instead of discovering ``paths``.
+    see sync.py) imported instead of discovering ``paths``.
     """
     started = time.perf_counter()
     report = ImportReport()
@@ -46,216 +48,296 @@ def run_import(
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _run(store, paths, server, agent, progress, report, started, sources)
+        return _Run(store, report).run(sources if sources is not None else discover(paths, server=server, agent=agent),
+                                       progress, started)
     finally:
         if gc_was_enabled:
             gc.enable()
 
 
-def _run(store, paths, server, agent, progress, report, started, sources=None) -> ImportReport:
-    found = sources if sources is not None else discover(paths, server=server, agent=agent)
-    report.warnings.extend(found.warnings)
-    for message in found.errors:
-        report.failures.append(("", message))
-        report.files_failed += 1
-    known: dict[tuple[str, str], dict] = {}
-    touched: set[tuple[str, str]] = set()
-    store_meta: dict[tuple[str, str], dict] = {}  # OpenClaw SQLite stores: session metadata per group
-    files = found.files
-    iterator = progress(files) if progress else files
+class _Run:
+    def __init__(self, store: Store, report: ImportReport):
+        self.store = store
+        self.report = report
+        self.known: dict[tuple[str, str], dict] = {}  # parsed_files rows by group, then by key
+        self.touched: set[tuple[str, str]] = set()  # groups whose kinds finish at the end
+        self.metadata: dict[tuple[str, str, str], dict] = {}  # (server, agent, source name) -> session metadata
+        self.defer = store.defers_commits
+        self.in_flight: deque = deque()  # (unit, its figures, Commit) not yet landed
 
-    ahead = None
-    if store.defers_commits:
-        ahead = _Lookahead(files, known, store.busy)
-        groups = sorted({(f.server, f.agent_id) for f in files if f.kind in ("transcript", "index")})
-        store.expect(groups)
-        for group in groups:  # loaded now: later, a query would wait for the background writes
-            known[group] = store.parsed_files(*group)
-    _import_all(store, iterator, report, known, touched, store_meta, ahead)
-    for group in sorted(touched):
-        with store.transaction():
-            apply_index(store, *group)
-    for group in sorted(store_meta):  # after sessions.json: the store is the newer source
-        with store.transaction():
-            apply_store_metadata(store, *group, store_meta[group])
-    report.elapsed_s = time.perf_counter() - started
-    return report
+    def run(self, found: Discovery, progress, started: float) -> ImportReport:
+        report, store = self.report, self.store
+        report.warnings.extend(found.warnings)
+        for message in found.errors:
+            report.failures.append(("", message))
+            report.files_failed += 1
+        items = found.units
+        iterator = progress(items) if progress else items
+        self.ahead = None
+        if self.defer:
+            self.ahead = _Lookahead(items, self.known, store.busy)
+            groups = sorted({u.group for u in items})
+            store.expect(groups)
+            for group in groups:  # loaded now: later, a query would wait for the background writes
+                self.known[group] = store.parsed_files(*group)
+        try:
+            for index, item in enumerate(iterator):
+                if isinstance(item, Container):
+                    if not self.settle():
+                        return self._done(started)
+                    if not self.container(item):
+                        return self._done(started)
+                elif not self.unit(item, index):
+                    return self._done(started)
+            self.settle()
+        finally:
+            self.settle_quietly()
+        self.finish_groups()
+        return self._done(started)
+
+    def _done(self, started: float) -> ImportReport:
+        self.report.elapsed_s = time.perf_counter() - started
+        return self.report
+
+    def rows(self, group: tuple[str, str]) -> dict:
+        rows = self.known.get(group)
+        if rows is None:
+            rows = self.known[group] = self.store.parsed_files(*group)
+        return rows
+
+    # -- one unit ------------------------------------------------------------
+
+    def unit(self, unit, index: int | None = None, rows: dict | None = None) -> bool:
+        """Import one unit unless unchanged; False: the run must stop (the
+        connection to its source is gone)."""
+        report = self.report
+        if rows is None:
+            group = (unit.server, unit.agent_id)
+            rows = self.known.get(group)
+            if rows is None:
+                if not self.settle():
+                    return False
+                rows = self.rows(group)
+        row = rows.get(unit.key)
+        if unit.counted:
+            report.files_seen += 1
+        if unchanged(row, unit.token):
+            if unit.counted:
+                report.files_unchanged += 1
+                report.pending_lines += row["pending_lines"] or 0
+            if unit.meta:
+                # Applied again at the end (a no-op when nothing differs): a run
+                # killed after importing it, before applying it, left its
+                # metadata off the sessions.
+                self.touched.add(unit.group)
+            return True
+        if not (self.defer and index is not None and unit.prefetch_limit is not None):
+            if not self.settle():
+                return False
+            part, stop = self.attempt(unit)
+            if part is not None:
+                self.count(unit, part)
+            return not stop
+        ready = None
+        if self.ahead is not None:
+            self.ahead.fill(index)  # this unit, and the next ones while the store is busy
+            ready = self.ahead.take(index)
+        try:
+            part, stop = self.attempt(unit, ready, defer=True)
+        except BackgroundFailure as failure:
+            if not self.recover(failure):
+                return False
+            part, stop = self.attempt(unit)
+            if part is not None:
+                self.count(unit, part)
+        else:
+            if part is not None:
+                if self.store.last_commit is None:
+                    self.count(unit, part)
+                else:
+                    self.in_flight.append((unit, part, self.store.last_commit))
+            self.collect()
+        if stop:
+            self.settle()  # the units before this one still count
+            return False
+        return True
+
+    def attempt(self, unit, ready=None, defer: bool = False):
+        """One unit in one transaction, a failure recorded (and counted) here.
+        Returns (its figures or None when it failed, whether the run must stop
+        because the connection to the source went away)."""
+        report, store = self.report, self.store
+        try:
+            return import_one(store, unit, ready, defer=defer), False
+        except SourceLost as exc:
+            # This unit (rolled back) and the ones after it stay as recorded, for the next run.
+            report.failures.append((unit.key, str(exc)))
+            report.files_failed += 1
+            return None, True
+        except NotATranscript as exc:
+            record_problem(store, unit, "ignored", str(exc))
+            report.files_ignored += 1
+        except (OSError, SourceError, orjson.JSONDecodeError, UnicodeDecodeError, RowRejected) as exc:
+            reason = getattr(exc, "strerror", None) or str(exc).splitlines()[0]
+            message = f"cannot read {unit.key}: {reason}"
+            record_problem(store, unit, "failed", message)
+            report.failures.append((unit.key, message))
+            report.files_failed += 1
+        return None, False
+
+    def count(self, unit, part: ImportReport) -> None:
+        """Add a committed unit's figures to the run's."""
+        report = self.report
+        report.add(part)
+        report.warnings.extend(part.warnings)
+        self.touched.add(unit.group)
+        if unit.counted:
+            if part.files_unchanged:
+                report.files_unchanged += 1
+            else:
+                report.files_imported += 1
+
+    # -- a container -------------------------------------------------------------
+
+    def container(self, item: Container) -> bool:
+        """Every unit of a container, each in its own transaction; the
+        container itself is recorded (with how many units it holds) and not
+        opened again while its token stands. False: the run must stop."""
+        report = self.report
+        rows = self.rows(item.group)
+        row = rows.get(item.key)
+        if unchanged(row, item.token):
+            held = row["parsed_lines"] or 0
+            report.files_seen += held
+            report.files_unchanged += held
+            return True
+        failed_before = report.files_failed
+        try:
+            with item.open() as opened:
+                report.warnings.extend(opened.warnings)
+                for unit in opened.units:
+                    if not self.unit(unit, rows=rows):
+                        return False
+                metadata = opened.metadata()
+                units = len(opened.units)
+        except SourceLost as exc:
+            report.failures.append((item.key, str(exc)))
+            report.files_failed += 1
+            return False
+        except (SourceError, OSError) as exc:
+            message = getattr(exc, "strerror", None) or str(exc).splitlines()[0]
+            self._record(item, "failed", message, 0)
+            report.failures.append((item.key, message))
+            report.files_failed += 1
+            return True
+        if metadata:
+            self.metadata.setdefault((*item.group, item.source.name), {}).update(metadata)
+            self.touched.add(item.group)
+        # A container with a failed unit is opened again next run, which retries it.
+        self._record(item, "success" if report.files_failed == failed_before else "partial", None, units)
+        return True
+
+    def _record(self, item: Container, status: str, message: str | None, units: int) -> None:
+        with self.store.transaction():
+            self.store.upsert_row(
+                "parsed_files",
+                unit_row(item, status, Checkpoint(status=status, token=item.token, lines=units),
+                         error_message=message),
+                ("server", "agent_id", "file_path"),
+            )
+
+    # -- after the units -----------------------------------------------------------
+
+    def finish_groups(self) -> None:
+        """Each kind applies what it gathered for the groups the run touched, in
+        kind order (sessions.json before the newer SQLite store's metadata)."""
+        kinds = [s for s in all_sources() if type(s).finish_group is not Source.finish_group]
+        for group in sorted(self.touched):
+            for source in kinds:
+                with self.store.transaction():
+                    source.finish_group(self.store, *group, self.metadata.get((*group, source.name), {}))
+
+    # -- deferred commits (MariaDB) --------------------------------------------------
+    # A store that defers commits stores units in the background while this
+    # thread reads and parses the next ones (_Lookahead). A unit counts once
+    # its commit has landed; when the background met a failure, every unit
+    # whose commit had not landed runs again in the foreground, where its
+    # error (if it is its own) gets the usual handling.
+
+    def collect(self) -> None:
+        while self.in_flight and self.in_flight[0][2].done:
+            unit, part, _commit = self.in_flight.popleft()
+            self.count(unit, part)
+
+    def recover(self, failure: BackgroundFailure) -> bool:
+        self.collect()
+        redo = list(self.in_flight)
+        self.in_flight.clear()
+        for unit, _part, _commit in redo:
+            log.info("running %s again after %s", unit.key, failure)
+            part, stop = self.attempt(unit)
+            if part is not None:
+                self.count(unit, part)
+            if stop:
+                return False
+        return True
+
+    def settle(self) -> bool:
+        """Everything in flight landed (or ran again); False: the run must stop."""
+        try:
+            self.store.settle()
+        except BackgroundFailure as failure:
+            return self.recover(failure)
+        self.collect()
+        return True
+
+    def settle_quietly(self) -> None:
+        if self.in_flight:
+            self.settle()
 
 
 class _Lookahead:
-    """Transcripts read and parsed ahead (reader.prefetch) while a store that
-    defers commits is still storing earlier files: the parsing of the next
-    files overlaps with the server's work instead of following it.
+    """Units read and parsed ahead (reader.prefetch) while a store that
+    defers commits is still storing earlier ones: the parsing of the next
+    units overlaps with the server's work instead of following it.
 
-    Holds at most MAX_FILES files and MAX_BYTES of their new bytes; only
-    files whose group's parsed_files rows are already loaded (no query may
+    Holds at most MAX_FILES units and MAX_BYTES of their new bytes; only
+    units whose group's parsed_files rows are already loaded (no query may
     run while the store is busy)."""
 
     MAX_FILES = 4
     MAX_BYTES = 16 * 1024 * 1024
 
-    def __init__(self, files: list[SourceFile], known: dict, busy: Callable[[], bool]):
-        self.files = files
+    def __init__(self, items: list, known: dict, busy: Callable[[], bool]):
+        self.items = items
         self.known = known
         self.busy = busy
-        self.ready: dict[int, object] = {}  # index in files -> Prefetched or None
+        self.ready: dict[int, object] = {}  # index in items -> Prefetched or None
         self.sizes: dict[int, int] = {}
         self.next = 0  # the first index not looked at yet
 
     def fill(self, current: int) -> None:
-        """Prefetch file ``current`` and, while the store is busy, the next ones."""
+        """Prefetch unit ``current`` and, while the store is busy, the next ones."""
         self.next = max(self.next, current)
-        while self.next < len(self.files):
+        while self.next < len(self.items):
             if self.next > current and (not self.busy() or len(self.ready) >= self.MAX_FILES
                                         or sum(self.sizes.values()) >= self.MAX_BYTES):
                 return
-            index, source = self.next, self.files[self.next]
-            group = (source.server, source.agent_id)
-            if source.kind != "transcript":
+            index, unit = self.next, self.items[self.next]
+            if isinstance(unit, Container) or unit.prefetch_limit is None:
                 self.next += 1
                 continue
-            if group not in self.known:
-                return  # its rows need a query: wait for the file's turn
+            if unit.group not in self.known:
+                return  # its rows need a query: wait for the unit's turn
             self.next += 1
-            previous = self.known[group].get(source.path)
-            if unchanged(source, previous):
+            row = self.known[unit.group].get(unit.key)
+            if unchanged(row, unit.token):
                 continue
-            self.ready[index] = prefetch(source, previous)
-            self.sizes[index] = source.size - min(source.size, (previous["parsed_offset"] or 0)
-                                                  if previous is not None else 0)
+            checkpoint = Checkpoint.from_row(row)
+            self.ready[index] = prefetch(unit, checkpoint)
+            done = checkpoint.offset if checkpoint is not None else 0
+            self.sizes[index] = unit.size - min(unit.size, done)
 
     def take(self, index: int):
         self.sizes.pop(index, None)
         return self.ready.pop(index, None)
-
-
-def _import_all(store, iterator, report, known, touched, store_meta, ahead=None) -> None:
-    # A store that defers commits (MariaDB) stores files in the background
-    # while this thread reads and parses the next ones (_Lookahead). A file
-    # counts once its commit has landed; when the background met a failure,
-    # every file whose commit had not landed runs again in the foreground,
-    # where its error (if it is its own) gets the usual handling.
-    defer = store.defers_commits
-    in_flight: deque[tuple[SourceFile, ImportReport, Commit]] = deque()
-
-    def collect() -> None:
-        while in_flight and in_flight[0][2].done:
-            source, part, _commit = in_flight.popleft()
-            _count(report, source, part, touched)
-
-    def recover(failure: BackgroundFailure) -> bool:
-        collect()
-        redo = list(in_flight)
-        in_flight.clear()
-        for source, _part, _commit in redo:
-            log.info("running %s again after %s", source.path, failure)
-            part, stop = _attempt(store, source, report)
-            if part is not None:
-                _count(report, source, part, touched)
-            if stop:
-                return False
-        return True
-
-    def settle() -> bool:
-        """Everything in flight landed (or ran again); False: the run must stop."""
-        try:
-            store.settle()
-        except BackgroundFailure as failure:
-            return recover(failure)
-        collect()
-        return True
-
-    for index, source in enumerate(iterator):
-        group = (source.server, source.agent_id)
-        if group not in known:
-            if not settle():
-                return
-            known[group] = store.parsed_files(*group)
-        previous = known[group].get(source.path)
-        if source.kind == "openclaw_db":
-            if not settle():
-                return
-            meta = import_openclaw_db(store, source, report, known[group])
-            if meta is not None:
-                store_meta.setdefault(group, {}).update(meta)
-                touched.add(group)
-            continue
-        if source.kind == "transcript":
-            report.files_seen += 1
-        if unchanged(source, previous):
-            if source.kind == "transcript":
-                report.files_unchanged += 1
-                report.pending_lines += previous["pending_lines"] or 0
-            elif source.kind == "index":
-                # Applied again at the end (a no-op when nothing differs): a run
-                # killed after importing sessions.json, before applying it, left
-                # its metadata off the sessions.
-                touched.add(group)
-            continue
-        if not (defer and source.kind in ("transcript", "index")):
-            if not settle():
-                return
-            part, stop = _attempt(store, source, report)
-            if part is not None:
-                _count(report, source, part, touched)
-            if stop:
-                return
-            continue
-        ready = None
-        if ahead is not None and source.kind == "transcript":
-            ahead.fill(index)  # this file, and the next ones while the store is busy
-            ready = ahead.take(index)
-        try:
-            part, stop = _attempt(store, source, report, ready, defer=True)
-        except BackgroundFailure as failure:
-            if not recover(failure):
-                return
-            part, stop = _attempt(store, source, report)
-            if part is not None:
-                _count(report, source, part, touched)
-        else:
-            if part is not None:
-                if store.last_commit is None:
-                    _count(report, source, part, touched)
-                else:
-                    in_flight.append((source, part, store.last_commit))
-            collect()
-        if stop:
-            settle()  # the files before this one still count
-            return
-    settle()
-
-
-def _count(report: ImportReport, source: SourceFile, part: ImportReport, touched: set) -> None:
-    """Add a committed file's figures to the run's."""
-    report.add(part)
-    touched.add((source.server, source.agent_id))
-    if source.kind == "transcript":
-        if part.files_unchanged:
-            report.files_unchanged += 1
-        else:
-            report.files_imported += 1
-
-
-def _attempt(store, source: SourceFile, report: ImportReport, ready=None, defer: bool = False):
-    """One file in one transaction, a failure recorded (and counted) here.
-    Returns (its figures or None when it failed, whether the run must stop
-    because the connection to the source went away)."""
-    try:
-        return import_one(store, source, ready, defer=defer), False
-    except SourceLost as exc:
-        # This file (rolled back) and the ones after it stay as recorded,
-        # for the next run.
-        report.failures.append((source.path, str(exc)))
-        report.files_failed += 1
-        return None, True
-    except NotATranscript as exc:
-        record_problem(store, source, "ignored", str(exc))
-        report.files_ignored += 1
-    except (OSError, orjson.JSONDecodeError, UnicodeDecodeError, RowRejected) as exc:
-        reason = getattr(exc, "strerror", None) or str(exc).splitlines()[0]
-        message = f"cannot read {source.path}: {reason}"
-        record_problem(store, source, "failed", message)
-        report.failures.append((source.path, message))
-        report.files_failed += 1
-    return None, False

@@ -1,25 +1,24 @@
-"""The reader stage: what is new in a transcript, as parsed entries.
+"""The reader stage for line-oriented transcripts: what is new in a file, as
+parsed entries. No database is involved.
 
-``read_transcript`` reads a file (or only what it gained since the last run)
-in bounded chunks and hands them to the parser; no database is involved.
-``*.zst`` archives are decompressed as a stream.
+``read_lines`` reads a unit's bytes (or only what it gained since its
+checkpoint) in bounded chunks and hands them to a line parser (for OpenClaw
+and pi: ``parser.TranscriptParser``; other JSONL kinds bring their own with
+the same ``feed`` protocol). A file that only grew since the last run (its
+first bytes and the bytes just before the recorded offset are unchanged) is
+read from that offset; anything else is read whole (and merged by entry id by
+the writer). ``prefetch`` reads a unit ahead of its transaction.
 """
 
 from __future__ import annotations
 
-import io
 from dataclasses import dataclass
 
-from . import openclaw_db
 from . import parser as P
-from .sources import SourceFile
+from .sources.base import Batch, Checkpoint, Outcome, Reading, Unit
 
 CHUNK = 4 * 1024 * 1024  # bytes read at a time; memory stays bounded by this plus the longest line
 WINDOW = 1024  # bytes hashed at the head and before the last offset to tell an append from a rewrite
-KNOWN_TYPES = {
-    "session", "message", "model_change", "thinking_level_change", "compaction", "branch_summary",
-    "custom", "custom_message", "label", "session_info", "reset",
-}
 
 
 def _read_at(f, start: int, length: int) -> bytes:
@@ -27,61 +26,41 @@ def _read_at(f, start: int, length: int) -> bytes:
     return f.read(length)
 
 
-@dataclass
-class ReadOutcome:
-    """What reading one transcript found, besides its entries."""
+def read_lines(unit: Unit, checkpoint: Checkpoint | None, parser_cls=P.TranscriptParser,
+               appendable: bool = True) -> Reading:
+    """Yield Batches of what is new in a line-oriented unit; return its Outcome.
 
-    state: P.ParseState
-    append: bool
-    consumed_to: int
-    bad: int
-    pending: int
-    entries_read: int
-    bytes_read: int
-    head: bytes
-    tail: bytes
-    typed: bool
-    saw_entries: bool
-
-
-def read_transcript(source: SourceFile, previous):
-    """The reader stage: yields (session id, entries) batches of what is new in
-    a transcript and returns a ReadOutcome. No database.
-
-    A file that only grew since the last run (its first bytes and the bytes
-    just before the recorded offset are unchanged) is read from that offset;
-    anything else is read whole (and merged by entry id by the writer).
+    ``parser_cls(name, state)`` parses complete lines (see TranscriptParser);
+    its ``known_types`` tell a transcript from another JSON-lines file, and its
+    ``sessions(state)`` the session-level values (a header line's).
+    ``appendable``: False for files read whole every time (compressed archives).
     """
     state = P.ParseState()
     offset = 0
-    bad = pending = entries_read = 0
+    bad = pending = entries_read = bad_before = 0
     bytes_read = 0
     head = b""  # first WINDOW bytes of the file, as far as read
     tail = b""  # last WINDOW bytes before the consumed offset
     append = False
-    with open_transcript(source) as f:
-        if (previous is not None and previous["status"] == "success" and previous["parsed_offset"]
-                and not source.name.endswith(".zst")):  # .zst archives are immutable: read whole
-            old = previous["parsed_offset"]
-            if source.size >= old:
+    with unit.open() as f:
+        if appendable and checkpoint is not None and checkpoint.resumable and checkpoint.offset:
+            old = checkpoint.offset
+            if unit.size >= old:
                 head = _read_at(f, 0, min(WINDOW, old))
                 tail = head if old <= WINDOW else _read_at(f, old - WINDOW, WINDOW)
                 bytes_read += len(head) + (0 if old <= WINDOW else len(tail))
-                if (P.short_hash(head) == previous["head_hash"]
-                        and P.short_hash(tail) == previous["tail_hash"]):
+                if P.short_hash(head) == checkpoint.head_hash and P.short_hash(tail) == checkpoint.tail_hash:
                     append = True
                     offset = old
-                    state = P.ParseState(
-                        session_id=previous["session_uuid"],
-                        legacy=bool(previous["legacy_format"]),
-                        next_line=previous["parsed_lines"] or 0,
-                        last_entry_id=previous["last_entry_id"],
-                    )
-                    bad = previous["bad_lines"] or 0
-                    entries_read = previous["entries_read"] or 0
+                    state = P.ParseState(session_id=checkpoint.session_uuid, legacy=checkpoint.legacy,
+                                         next_line=checkpoint.lines, last_entry_id=checkpoint.last_entry_id,
+                                         extra=dict(checkpoint.state))
+                    bad = bad_before = checkpoint.bad_lines
+                    entries_read = checkpoint.entries_read
                 else:
                     head = tail = b""
-        parser = P.TranscriptParser(source.name, state)
+        parser = parser_cls(unit.name, state)
+        known = parser.known_types
         f.seek(offset)
         consumed_to = offset
         leftover = b""
@@ -104,77 +83,70 @@ def read_transcript(source: SourceFile, previous):
             if result.entries:
                 saw_entries = True
                 entries_read += len(result.entries)
-                if not typed and any(e.type in KNOWN_TYPES for e in result.entries):
+                if not typed and any(e.type in known for e in result.entries):
                     typed = True
-                yield state.session_id or P.session_id_from_name(source.name), result.entries
+                if result.batches is not None:
+                    yield from result.batches
+                else:
+                    yield Batch(state.session_id or P.session_id_from_name(unit.name), result.entries)
             if final:
                 break
+    sessions = parser.sessions()
     if state.header is not None:
         typed = True
-    return ReadOutcome(state, append, consumed_to, bad, pending, entries_read, bytes_read, head, tail,
-                       typed, saw_entries)
-
-
-PREFETCH_LIMIT = 8 * 1024 * 1024  # larger files are streamed in CHUNKs, never held whole
+    new = Checkpoint(
+        status="success", token=unit.token, offset=consumed_to, lines=state.next_line,
+        head_hash=P.short_hash(head[: min(WINDOW, consumed_to)]) if consumed_to else None,
+        tail_hash=P.short_hash(tail) if consumed_to else None,
+        last_entry_id=state.last_entry_id, legacy=state.legacy, bad_lines=bad, pending_lines=pending,
+        entries_read=entries_read,
+        session_uuid=state.session_id or (checkpoint.session_uuid if checkpoint is not None else None),
+        state=state.extra,
+    )
+    return Outcome(new, sessions, bad=bad, bad_before=bad_before, pending=pending, bytes_read=bytes_read,
+                   typed=typed, saw_entries=saw_entries)
 
 
 @dataclass
 class Prefetched:
-    """A transcript read and parsed ahead of its transaction, against the
-    ``parsed_files`` row the listing had for it (``previous``)."""
+    """A unit read and parsed ahead of its transaction, against the checkpoint
+    the listing had for it."""
 
-    previous: tuple | None
+    checkpoint: Checkpoint | None
     batches: list
-    outcome: ReadOutcome
+    outcome: Outcome
 
-    def fits(self, previous) -> bool:
-        """Whether it was read against the same ``parsed_files`` row (another
-        importer may have taken the file since the listing)."""
-        return (previous is None) == (self.previous is None) and (
-            previous is None or tuple(previous) == self.previous)
+    def fits(self, checkpoint: Checkpoint | None) -> bool:
+        """Whether it was read against the same checkpoint (another importer
+        may have taken the unit since the listing)."""
+        return checkpoint == self.checkpoint
 
-    def replay(self):
-        """The same protocol as :func:`read_transcript`."""
+    def replay(self) -> Reading:
+        """The same protocol as :meth:`Unit.read`."""
         for batch in self.batches:
             yield batch
         return self.outcome
 
 
-def prefetch(source: SourceFile, previous, limit: int = PREFETCH_LIMIT) -> Prefetched | None:
-    """Read and parse a plain transcript of at most ``limit`` new bytes ahead
-    of time, its rows derived; None when it is larger, compressed, or fails
-    (the writer then reads it itself and meets the error in its own
-    transaction)."""
-    if source.name.endswith(".zst") or isinstance(source, BlobSource):
+def prefetch(unit: Unit, checkpoint: Checkpoint | None) -> Prefetched | None:
+    """Read and parse a unit ahead of time, its rows derived; None when it
+    would read more than its ``prefetch_limit``, or fails (the writer then
+    reads it itself and meets the error in its own transaction)."""
+    limit = unit.prefetch_limit
+    if limit is None:
         return None
-    done = previous["parsed_offset"] or 0 if previous is not None else 0
-    if source.size - min(done, source.size) > limit:
+    done = checkpoint.offset if checkpoint is not None and checkpoint.resumable else 0
+    if unit.size - min(done, unit.size) > limit:
         return None
     batches = []
-    stream = read_transcript(source, previous)
+    stream = unit.read(checkpoint)
     try:
         while True:
-            session_id, entries = next(stream)
-            for entry in entries:
+            batch = next(stream)
+            for entry in batch.entries:
                 entry.derive()
-            batches.append((session_id, entries))
+            batches.append(batch)
     except StopIteration as stop:
-        return Prefetched(tuple(previous) if previous is not None else None, batches, stop.value)
+        return Prefetched(checkpoint, batches, stop.value)
     except Exception:
         return None
-
-
-def open_transcript(source: SourceFile):
-    """The bytes of a transcript; ``*.zst`` archives decompressed as a stream."""
-    f = source.open()
-    return openclaw_db.ZstdReader(f) if source.name.endswith(".zst") else f
-
-
-@dataclass
-class BlobSource(SourceFile):
-    """A transcript held in a database value (a deleted or reset archive)."""
-
-    blob: bytes = b""
-
-    def open(self):
-        return io.BytesIO(self.blob)

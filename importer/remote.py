@@ -9,13 +9,14 @@ unknown key is refused unless the config sets ``accept_new_host_keys: true``
 (then it is appended to that file, as OpenSSH's ``accept-new`` does); a
 changed key is always refused.
 
-``discover()`` lists the server's state dir with one ``listdir_attr`` per
-folder (``agents/``, then each agent's ``sessions/`` and ``agent/``) and
-returns :class:`RemoteSourceFile` objects, so the pipeline reads them exactly
-like local files: ``open()`` returns a reader with ``seek``/``read`` that
-fetches only the requested range, in pipelined requests of up to 255 KB.
-A file that only grew is therefore read from its recorded offset: only the new
-bytes (plus two 1 KB check windows) cross the network.
+``RemoteServer.fs`` is an :class:`SFTPFileSystem`: the filesystem interface
+every source reads through (sources/fs.py), so each source kind is listed
+and read over SSH exactly as locally, with no remote code of its own. A
+folder is listed with one ``listdir_attr`` (sizes and times included);
+``open()`` returns a reader with ``seek``/``read`` that fetches only the
+requested range, in pipelined requests of up to 255 KB. A file that only grew
+is therefore read from its recorded offset: only the new bytes (plus two 1 KB
+check windows) cross the network.
 
 Bytes are counted twice (:class:`TransferCounter`): ``wire_in``/``wire_out``
 are every byte through the TCP socket (SSH handshake, listings, file data,
@@ -25,13 +26,13 @@ A connection that drops or stalls past ``read_timeout`` raises
 :class:`~importer.sources.SourceLost`: the file being read is rolled back and
 the server's remaining files are left for the next run.
 
-OpenClaw's SQLite store (``agents/<id>/agent/openclaw-agent.sqlite``) is never
-copied as a file (the gateway may be writing it, with committed rows still in
-``-wal``): :meth:`RemoteServer.fetch_sqlite_copy` runs a small program on the
-server (``python3``'s sqlite3 module, else the ``sqlite3`` shell) that opens
-the store read-only and, in one read transaction, copies the tables the
-importer reads into a new file (never the credential tables, nor memory
-indexes and caches); that file is fetched by SFTP and removed from the server.
+A live SQLite database (OpenClaw's per-agent store, the agent-server's
+``agent.db``) is never copied as a file (its writer may be busy, with
+committed rows still in ``-wal``): :meth:`SFTPFileSystem.sqlite_copy` runs a
+small program on the server (``python3``'s sqlite3 module, else the
+``sqlite3`` shell) that opens it read-only and, in one read transaction,
+copies the tables the source reads into a new file (never credential tables),
+which is fetched by SFTP and removed from the server.
 """
 
 from __future__ import annotations
@@ -44,16 +45,20 @@ import logging
 import os
 import posixpath
 import shlex
+import shutil
 import socket
 import stat
+import tempfile
 import time
 import urllib.parse
-from dataclasses import dataclass, field
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from .config import Config, ServerConfig
-from .sources import IMPORT_ARCHIVE_DIR, Discovery, SourceFile, SourceLost, file_kind, sort_sources
+from .sources.base import SourceError, SourceLost
+from .sources.fs import FileSystem, Listed, PosixPaths
 
 log = logging.getLogger("agentbase")
 
@@ -61,7 +66,6 @@ REQUEST_SIZE = 255 * 1024  # OpenSSH's sftp-server serves reads of up to 261120 
 PIPELINE_DEPTH = 32  # read requests in flight per file (8 MB)
 WINDOW_SIZE = 16 * 1024 * 1024  # SSH channel window: keeps pipelined reads flowing
 MAX_PACKET_SIZE = 256 * 1024
-SQLITE_STORE_NAME = "openclaw-agent.sqlite"
 
 
 class RemoteError(Exception):
@@ -208,6 +212,7 @@ class RemoteServer:
         self.sftp = None
         self.home: str | None = None
         self.lost: str | None = None  # why the connection went away
+        self.fs = SFTPFileSystem(self)
 
     # -- connection --------------------------------------------------------
 
@@ -343,105 +348,18 @@ class RemoteServer:
                 raise self._lose(exc, doing) from None
             raise
 
-    def listdir(self, path: str, out: Discovery | None = None) -> list | None:
+    def listdir(self, path: str) -> list | None:
         """``listdir_attr`` of one folder (one request per ~100 entries); None
-        when it does not exist, or when it cannot be listed and ``out`` takes
-        the error."""
+        when it does not exist."""
         try:
             return self._call(f"listing {path}", self.sftp.listdir_attr, path)
         except OSError as exc:
             if exc.errno in (errno.ENOENT, errno.ENOTDIR):
                 return None
-            if out is None:
-                raise
-            out.errors.append(f"server {self.name}: cannot list {path}: {exc.strerror or exc}")
-            return None
+            raise
 
     def _transport(self):
         return self.client.get_transport() if self.client is not None else None
-
-    def _follow(self, folder: str, attr):
-        """Attributes of a listed entry, following a symlink (an extra round trip)."""
-        if attr.st_mode is not None and stat.S_ISLNK(attr.st_mode):
-            path = posixpath.join(folder, attr.filename)
-            try:
-                return self._call(f"listing {path}", self.sftp.stat, path)
-            except OSError:  # a dangling link
-                return None
-        return attr
-
-    def state_dir(self, out: Discovery | None = None) -> tuple[str, list] | tuple[None, None]:
-        """The first configured (or default) state dir with an ``agents/``
-        folder, and that folder's listing."""
-        for candidate in self.server.state_dirs:
-            path = self.abspath(candidate)
-            listing = self.listdir(posixpath.join(path, "agents"), out)
-            if listing is not None:
-                return path, listing
-        return None, None
-
-    def discover(self, agents: list[str] | None = None) -> Discovery:
-        """What a local import of the state dir would find, listed over SFTP:
-        each agent's ``sessions/`` (transcripts and ``sessions.json``), the JSONL
-        files OpenClaw's SQLite migration moved to ``session-sqlite-import-archive/``,
-        and its SQLite store ``agent/openclaw-agent.sqlite`` (a
-        :class:`RemoteStoreFile`, listed in ``self.sqlite_stores`` too).
-
-        ``agents``: only these agent ids (None: all).
-        """
-        out = Discovery([], [], [])
-        self.sqlite_stores: list[RemoteStoreFile] = []
-        root, listing = self.state_dir(out)
-        if root is None:
-            if not out.errors:
-                tried = ", ".join(self.server.state_dirs)
-                out.errors.append(f"server {self.name}: no OpenClaw agents/ folder in {tried}")
-            return out
-        agents_dir = posixpath.join(root, "agents")
-        names = []
-        for attr in listing:
-            followed = self._follow(agents_dir, attr)
-            if followed is not None and followed.st_mode is not None and stat.S_ISDIR(followed.st_mode):
-                names.append(attr.filename)
-        for agent in sorted(names):
-            if agents is not None and agent not in agents:
-                continue
-            agent_dir = posixpath.join(agents_dir, agent)
-            self._list_transcripts(agent, posixpath.join(agent_dir, "sessions"), out)
-            self._list_transcripts(agent, posixpath.join(agent_dir, IMPORT_ARCHIVE_DIR), out)
-            self._list_store(agent, posixpath.join(agent_dir, "agent"), out)
-        sort_sources(out.files)
-        return out
-
-    def _list_transcripts(self, agent: str, folder: str, out: Discovery) -> None:
-        for attr in self.listdir(folder, out) or []:
-            name = attr.filename
-            kind = file_kind(name)
-            if kind is None:
-                continue
-            attr = self._follow(folder, attr)
-            if attr is None or attr.st_mode is None or not stat.S_ISREG(attr.st_mode):
-                continue
-            out.files.append(RemoteSourceFile(
-                self.name, agent, posixpath.join(folder, name), attr.st_size or 0,
-                int(attr.st_mtime or 0) * 1_000_000_000, kind, remote=self,
-            ))
-
-    def _list_store(self, agent: str, folder: str, out: Discovery) -> None:
-        """The agent's SQLite store; its size and time include its ``-wal`` file,
-        so a store whose committed rows still sit in the WAL counts as changed."""
-        found = {a.filename: a for a in self.listdir(folder, out) or []
-                 if a.st_mode is not None and stat.S_ISREG(a.st_mode)}
-        db = found.get(SQLITE_STORE_NAME)
-        if db is None:
-            return
-        parts = [db] + ([found[SQLITE_STORE_NAME + "-wal"]] if SQLITE_STORE_NAME + "-wal" in found else [])
-        size = sum(a.st_size or 0 for a in parts)
-        mtime = max(int(a.st_mtime or 0) for a in parts)
-        source = RemoteStoreFile(self.name, agent, posixpath.join(folder, SQLITE_STORE_NAME), size,
-                                 mtime * 1_000_000_000, "openclaw_db", remote=self)
-        out.files.append(source)
-        self.sqlite_stores.append(source)
 
     # -- reading -----------------------------------------------------------
 
@@ -469,16 +387,17 @@ class RemoteServer:
 
         return self._call("running a command", execute)
 
-    def fetch_sqlite_copy(self, remote_path: str, local_dir: str | os.PathLike) -> Path:
-        """A consistent copy of a live OpenClaw store on the server, fetched to
+    def fetch_sqlite_copy(self, remote_path: str, local_dir: str | os.PathLike, tables: list[str]) -> Path:
+        """A consistent copy of a live SQLite database on the server, fetched to
         ``local_dir``; returns the local file's path.
 
         The copy is made on the server from a read-only connection in one read
         transaction, so rows committed to ``-wal`` are in it and a write in
-        progress is not. It holds only :func:`copied_tables` (no credentials)
-        and ``user_version``; it is removed from the server once fetched.
+        progress is not. It holds only ``tables`` (the source's: never
+        credential tables) and ``user_version``; it is removed from the server
+        once fetched.
         """
-        status, out, err = self.run(_backup_command(remote_path))
+        status, out, err = self.run(_backup_command(remote_path, tables))
         if status != 0 or not out.strip():
             reason = err.decode("utf-8", "replace").strip().splitlines()[-1:] or [f"exit status {status}"]
             raise RemoteError(f"server {self.name}: cannot copy {remote_path}: {reason[0][:300]}")
@@ -534,27 +453,10 @@ print(dst_path)
 """
 
 
-def copied_tables() -> list[str]:
-    """The tables a store copy holds: those the SQLite-store reader may read
-    (never the credential tables, nor memory indexes and caches)."""
-    try:
-        from .openclaw_db import READABLE_TABLES
-    except ImportError:  # pragma: no cover - the reader is part of the package
-        READABLE_TABLES = frozenset()
-    names = set(READABLE_TABLES) | set(_COPIED_TABLES)
-    return sorted(n for n in names if not n.startswith("sqlite_"))
-
-
-_COPIED_TABLES = ("schema_meta", "transcript_events", "session_windows", "session_nodes", "sessions",
-                  "session_entries", "session_transcript_archives", "session_transcript_cold_archives")
-
-
-def _backup_command(remote_path: str) -> str:
-    """A POSIX shell command that copies, in one read transaction, the tables
-    the importer reads from a live SQLite store into a new file on the server,
-    and prints that file's path: ``python3``'s sqlite3 module, else the
-    ``sqlite3`` shell."""
-    tables = copied_tables()
+def _backup_command(remote_path: str, tables: list[str]) -> str:
+    """A POSIX shell command that copies, in one read transaction, ``tables``
+    of a live SQLite database into a new file on the server, and prints that
+    file's path: ``python3``'s sqlite3 module, else the ``sqlite3`` shell."""
     uri = shlex.quote("file:" + urllib.parse.quote(remote_path) + "?mode=ro")
     names = ", ".join("'" + t.replace("'", "''") + "'" for t in tables)
     generate = (
@@ -701,39 +603,69 @@ class RemoteReader:
         self.close()
 
 
-@dataclass
-class RemoteSourceFile(SourceFile):
-    """A transcript on a server: ``open()`` reads it over SFTP."""
+class SFTPFileSystem(PosixPaths, FileSystem):
+    """A server's files over its SFTP session: the interface every source reads
+    through (sources/fs.py). Modification times are whole seconds (SFTP's)."""
 
-    remote: Any = field(default=None, repr=False, compare=False)
+    remote = True
 
-    def open(self) -> RemoteReader:
-        return self.remote.open(self.path, self.size)
+    def __init__(self, server: RemoteServer):
+        self.server = server
+        self.label = f"server {server.name}"
 
+    def abspath(self, path: str) -> str:
+        return self.server.abspath(path)
 
-@dataclass
-class RemoteStoreFile(SourceFile):
-    """An agent's OpenClaw SQLite store on a server (kind ``openclaw_db``).
+    def resolve(self, path: str) -> str:
+        return path
 
-    It is never read in place: ``sync`` fetches a consistent copy first
-    (:meth:`RemoteServer.fetch_sqlite_copy`) and sets ``local_path``, which
-    the SQLite-store reader opens; ``path`` stays the server's path, the
-    store's identity in the archive.
-    """
+    @staticmethod
+    def _kind(mode: int | None) -> str:
+        if mode is None:
+            return "other"
+        return "dir" if stat.S_ISDIR(mode) else "file" if stat.S_ISREG(mode) else "other"
 
-    remote: Any = field(default=None, repr=False, compare=False)
-    local_path: str | None = None
+    def stat(self, path: str):
+        server = self.server
+        try:
+            attr = server._call(f"listing {path}", server.sftp.stat, path)
+        except OSError as exc:
+            if exc.errno in (errno.ENOENT, errno.ENOTDIR) or isinstance(exc, FileNotFoundError):
+                return None
+            raise
+        return self._kind(attr.st_mode), attr.st_size or 0, int(attr.st_mtime or 0) * 1_000_000_000
 
-    def open(self):
-        if self.local_path is None:
-            raise OSError(errno.ENOENT, f"no local copy of {self.path} fetched")
-        return open(self.local_path, "rb")
+    def listdir(self, path: str) -> list[Listed] | None:
+        attrs = self.server.listdir(path)
+        if attrs is None:
+            return None
+        out = []
+        for attr in attrs:
+            full = posixpath.join(path, attr.filename)
+            if attr.st_mode is not None and stat.S_ISLNK(attr.st_mode):
+                out.append(Listed(self, attr.filename, full))  # followed when asked (an extra round trip)
+            else:
+                out.append(Listed(self, attr.filename, full, self._kind(attr.st_mode), attr.st_size or 0,
+                                  int(attr.st_mtime or 0) * 1_000_000_000))
+        return out
 
-    def read_file(self, path: str) -> bytes:
-        """A file beside the store on the server (a cold archive), over SFTP."""
-        size = self.remote._call(f"reading {path}", self.remote.sftp.stat, path).st_size or 0
-        with self.remote.open(path, size) as f:
-            return f.read(size)
+    def open(self, path: str, size: int | None = None):
+        if size is None:
+            found = self.stat(path)
+            size = found[1] if found is not None else 0
+        return self.server.open(path, size)
+
+    @contextmanager
+    def sqlite_copy(self, path: str, tables: list[str]) -> Iterator[str]:
+        tmp = tempfile.mkdtemp(prefix="agentbase-sqlite-")  # private (0700), removed after
+        try:
+            try:
+                local = self.server.fetch_sqlite_copy(path, tmp, tables)
+            except RemoteError as exc:
+                raise SourceError(str(exc)) from None
+            yield str(local)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _first_line(exc: BaseException) -> str:

@@ -37,6 +37,11 @@ TABLES: dict[str, list[tuple[str, str]]] = {
         ("bad_lines", "int"),
         ("pending_lines", "int"),
         ("entries_read", "int"),
+        # The checkpoint (sources/base.py): the unit's change token when it was
+        # read, and what its source's parser carries across runs.
+        ("change_token", "str:160"),
+        ("source", "str:32"),  # the kind: openclaw, pi, mini-openclaw, agent-server, ...
+        ("resume_state", "json"),
     ],
     "sessions": [
         ("id", "pk"),
@@ -80,6 +85,16 @@ TABLES: dict[str, list[tuple[str, str]]] = {
         ("model_provider", "str:64"),
         ("model", "str:128"),
         ("archived_at", "datetime"),
+        # Every source kind (sources/): which one, the title its model gave the
+        # session, the session it is a sub-agent or fork of and the tool call
+        # that spawned it, the provider's own id for it, and whether its message
+        # times are approximate (a source without per-message times).
+        ("source", "str:32"),
+        ("title", "str:512"),
+        ("parent_session_uuid", "str:64"),
+        ("parent_call_id", "str:255"),
+        ("provider_session_id", "str:128"),
+        ("times_approximate", "bool"),
         ("header_json", "json"),
     ],
     "messages": [
@@ -116,6 +131,9 @@ TABLES: dict[str, list[tuple[str, str]]] = {
         ("tool_name", "str:128"),
         ("seq", "int"),
         ("raw_hash", "str:32"),
+        ("source", "str:32"),
+        ("exit_code", "int"),  # a tool result's (paired onto its call)
+        ("duration_ms", "bigint"),
         # Long values last: SQLite must walk overflow pages to reach a column
         # stored after a large one, and the importer reads the short ones often.
         ("text_preview", "str:512"),
@@ -143,6 +161,7 @@ TABLES: dict[str, list[tuple[str, str]]] = {
         ("timestamp", "datetime"),
         ("is_active_path", "bool"),
         ("created_at", "datetime"),
+        ("source", "str:32"),
         ("result_preview", "str:512"),
         ("command", "text"),
         ("arguments", "json"),

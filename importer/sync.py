@@ -15,8 +15,6 @@ from __future__ import annotations
 import fcntl
 import logging
 import os
-import shutil
-import tempfile
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -26,7 +24,8 @@ from typing import Callable, Iterator
 from .config import Config
 from .pipeline import run_import
 from .writer import ImportReport
-from .sources import Discovery, SourceLost, discover
+from .sources import LOCAL, SourceLost, default_candidates, default_paths, discover
+from .sources.fs import FileSystem
 from .store import Store, StoreError, default_db_path
 
 log = logging.getLogger("agentbase")
@@ -112,13 +111,6 @@ def _agents(config: Config, server, agent: str | None) -> list[str] | None:
     return [agent] if wanted is None or agent in wanted else []
 
 
-def _filter(found: Discovery, agents: list[str] | None) -> Discovery:
-    if agents is None:
-        return found
-    keep = set(agents)
-    return Discovery([f for f in found.files if f.agent_id in keep], found.warnings, found.errors)
-
-
 def import_from_config(
     store: Store,
     config: Config,
@@ -157,20 +149,33 @@ def import_from_config(
     return out
 
 
-def _import_local(store: Store, s, agents, wrap) -> ServerResult:
-    for candidate in s.state_dirs:
-        path = Path(candidate).expanduser()
-        if path.is_dir():
-            break
-    else:
-        tried = ", ".join(s.state_dirs)
-        return ServerResult(s.name, f"local {tried}", error=f"server {s.name}: no OpenClaw state dir at {tried}")
-    result = ServerResult(s.name, f"local {path}")
+def server_paths(fs: FileSystem, s) -> tuple[list[str], str]:
+    """What to import from one server: its ``paths`` as configured, else its
+    ``state_dir``; with neither, the first OpenClaw state dir there (~/.openclaw,
+    ~/.clawdbot, ~/.moltbot) and every other kind's default places that exist.
+    Returns (the paths that exist, what was tried)."""
+    wanted = list(s.paths or ([s.state_dir] if s.state_dir else []))
+    if wanted:
+        return [p for p in wanted if fs.stat(fs.abspath(p)) is not None], ", ".join(wanted)
+    return default_paths(fs), ", ".join(default_candidates())
+
+
+def _import_server(store: Store, fs: FileSystem, s, agents, wrap, result: ServerResult) -> None:
+    paths, tried = server_paths(fs, s)
+    if not paths:
+        result.error = f"server {s.name}: nothing to import at {tried}"
+        return
+    if s.local:
+        result.where = f"local {', '.join(paths)}"
     if agents == []:
-        return result
-    found = _filter(discover([str(path)], server=s.name, agent=agents[0] if agents and len(agents) == 1 else None),
-                    agents)
+        return
+    found = discover(paths, server=s.name, fs=fs, agents=agents)
     result.report = run_import(store, [], server=s.name, progress=wrap, sources=found)
+
+
+def _import_local(store: Store, s, agents, wrap) -> ServerResult:
+    result = ServerResult(s.name, "local")
+    _import_server(store, LOCAL, s, agents, wrap, result)
     return result
 
 
@@ -186,57 +191,18 @@ def _import_remote(store: Store, config: Config, s, agents, wrap) -> ServerResul
         result.wire_bytes = remote.counter.wire
         return result
     result.where = f"ssh {remote.endpoint}"
-    tmp = None
     try:
-        if agents == []:
-            return result
-        found = remote.discover(agents)
-        failures: list[tuple[str, str]] = []
-        if remote.sqlite_stores:
-            tmp = tempfile.mkdtemp(prefix="agentbase-stores-")
-            found.files = _fetch_stores(store, remote, found.files, tmp, failures)
-        result.report = run_import(store, [], server=s.name, progress=wrap, sources=found)
-        result.report.failures.extend(failures)
-        result.report.files_failed += len(failures)
+        _import_server(store, remote.fs, s, agents, wrap, result)
     except (SourceLost, RemoteError) as exc:
         result.error = f"server {s.name}: {exc}"
     finally:
         if remote.lost is not None and result.error is None:
             result.error = f"server {s.name}: {remote.lost}; the rest is left for the next run"
-            # the pipeline's line for the file being read says the same: keep one
+            # the pipeline's line for the unit being read says the same: keep one
             result.report.failures = [f for f in result.report.failures if not f[1].startswith(remote.lost)]
         result.wire_bytes = remote.counter.wire
         remote.close()
-        if tmp is not None:
-            shutil.rmtree(tmp, ignore_errors=True)
     return result
-
-
-def _fetch_stores(store: Store, remote, files: list, tmp: str, failures: list) -> list:
-    """OpenClaw SQLite stores on a server: a store unchanged since its last
-    import (size and time of the database and its -wal) is left out; any other
-    gets a consistent copy made on the server and fetched into ``tmp``, which
-    the SQLite-store reader then opens."""
-    from .remote import RemoteError
-
-    keep = []
-    for f in files:
-        if f.kind != "openclaw_db":
-            keep.append(f)
-            continue
-        previous = store.parsed_files(f.server, f.agent_id).get(f.path)
-        if (previous is not None and previous["status"] == "success" and previous["file_size"] == f.size
-                and previous["file_mtime_ns"] == f.mtime_ns):
-            continue
-        folder = Path(tmp, f.agent_id, "agent")
-        folder.mkdir(parents=True, exist_ok=True)
-        try:
-            f.local_path = str(remote.fetch_sqlite_copy(f.path, folder))
-        except RemoteError as exc:
-            failures.append((f.path, str(exc)))
-            continue
-        keep.append(f)
-    return keep
 
 
 # -- the lock -------------------------------------------------------------------

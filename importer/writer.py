@@ -1,13 +1,15 @@
-"""The writer stage: parsed entries into the store, one transaction per file.
+"""The writer stage: what a unit's reader yields, into the store, one
+transaction per unit.
 
-:class:`SessionWriter` merges a file's entries into their session by entry id
-(identity, DESIGN.md: a session is (server, agent, header id), an entry is
+:class:`SessionWriter` merges a unit's entries into their session by entry id
+(identity, DESIGN.md: a session is (server, agent, session id), an entry is
 (session, entry id); the live file, its ``.reset``/``.deleted`` rename,
 checkpoint and backup copies are only containers), then derives the session's
-fields: the newest file decides its type and active path, each model call is
+fields: the newest unit decides its type and active path, each model call is
 counted once, tool calls are paired with their results. ``import_one`` runs a
-file in one transaction with its ``parsed_files`` row, so that killing the
-importer at any moment leaves the store as it was before that file.
+unit in one transaction with its checkpoint (its ``parsed_files`` row), so that
+killing the importer at any moment leaves the store as it was before that
+unit. Nothing here knows which source kind a unit is.
 """
 
 from __future__ import annotations
@@ -17,12 +19,13 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-import orjson
-
 from . import parser as P
-from .reader import WINDOW, Prefetched, ReadOutcome, read_transcript
-from .sources import SourceFile
+from .reader import Prefetched
+from .sources.base import Checkpoint, NotATranscript, Outcome, SessionInfo, Unit, unchanged
 from .store import Store, now_utc
+
+__all__ = ["ImportReport", "NotATranscript", "SessionWriter", "import_one", "in_transaction", "record_problem",
+           "unchanged", "unit_row"]
 
 log = logging.getLogger("agentbase")
 
@@ -74,16 +77,6 @@ class ImportReport:
         )
 
 
-class NotATranscript(Exception):
-    pass
-
-
-def source_rank(source: SourceFile) -> str:
-    """Which file decides a session's derived fields: live files and renames
-    over checkpoint/backup copies, then the newest."""
-    return f"{0 if P.is_copy(source.name) else 1}:{source.mtime_ns:020d}:{source.name}"
-
-
 class _Totals:
     """A new session's message count, time span and usage sums (each model
     call once), as SQL's COUNT/MIN/MAX/SUM would give them: saves reading the
@@ -118,23 +111,23 @@ class _Totals:
 
 
 class SessionWriter:
-    """Accumulates one file's entries for one session and writes them."""
+    """Accumulates one unit's entries for one session and writes them."""
 
-    def __init__(self, store: Store, source: SourceFile, session_uuid: str):
+    def __init__(self, store: Store, unit: Unit, session_uuid: str):
         self.store = store
-        self.source = source
+        self.unit = unit
         self.session_uuid = session_uuid
-        row = store.session(source.server, source.agent_id, session_uuid)
+        row = store.session(unit.server, unit.agent_id, session_uuid)
         next_session, self.next_message_id, self.next_call_id = store.next_ids("sessions", "messages", "tool_calls")
         if row is None:
             self.session_id = next_session
             store.insert_rows(
                 "sessions",
                 [{
-                    "id": self.session_id, "server": source.server, "agent_id": source.agent_id,
-                    "session_uuid": session_uuid, "file_path": source.path,
-                    "session_type": P.session_type_for(source.name), "message_count": 0,
-                    "created_at": now_utc(), "source_rank": "",
+                    "id": self.session_id, "server": unit.server, "agent_id": unit.agent_id,
+                    "session_uuid": session_uuid, "file_path": unit.key,
+                    "session_type": unit.session_type, "message_count": 0,
+                    "created_at": now_utc(), "source_rank": "", "source": unit.kind,
                 }],
             )
             self.session = None
@@ -147,7 +140,7 @@ class SessionWriter:
                 eid: [parent, active, h, table] for eid, parent, active, h, table in store.session_entries(row["id"])
             }
             self.counted = store.counted_call_keys(row["id"])
-        self.rank = source_rank(source)
+        self.rank = unit.rank
         self.wins = self.session is None or self.rank >= (self.session["source_rank"] or "")
         self.messages: list[dict] = []
         self.tool_calls: list[dict] = []
@@ -175,14 +168,16 @@ class SessionWriter:
                 self._keep_revision(entry.entry_id, entry.raw.decode("utf-8", "replace"), None)
                 return
             self._replace(entry.entry_id, known[3])
+        unit = self.unit
         common = {
-            "session_id": self.session_id, "server": self.source.server,
-            "agent_id": self.source.agent_id, "session_uuid": self.session_uuid,
+            "session_id": self.session_id, "server": unit.server,
+            "agent_id": unit.agent_id, "session_uuid": self.session_uuid,
         }
         entry.derive()
         if entry.type == "message":
             row = entry.row
             row.update(common)
+            row["source"] = unit.kind
             row["id"] = self.next_message_id
             self.next_message_id += 1
             row["created_at"] = self.created_at
@@ -202,6 +197,7 @@ class SessionWriter:
                 call.update(common)
                 call.update({
                     "id": self.next_call_id, "message_id": row["id"], "message_uuid": entry.entry_id,
+                    "source": unit.kind,
                     "is_active_path": 1, "created_at": self.created_at,
                     "result_message_id": None, "result_preview": None, "is_error": 0,
                     "exit_code": None, "duration_ms": None,
@@ -211,7 +207,7 @@ class SessionWriter:
                 if call["call_id"] is not None:
                     self.open_calls[call["call_id"]] = call
             if row["role"] == "toolResult" and row["tool_call_id"] is not None:
-                self._result(row, entry.obj.get("message"))
+                self._result(row)
             self.added_messages += 1
             table = "messages"
         else:
@@ -268,16 +264,15 @@ class SessionWriter:
             "entry_revisions",
             [{
                 "session_id": self.session_id, "entry_uuid": entry_id, "raw_json": raw,
-                "content_blocks": content, "replaced_at": now_utc(), "replaced_by_file": self.source.path,
+                "content_blocks": content, "replaced_at": now_utc(), "replaced_by_file": self.unit.key,
             }],
         )
 
-    def _result(self, row: dict, message) -> None:
+    def _result(self, row: dict) -> None:
         """Pair a tool result with its call: in memory when the call is in this
-        file (the usual case), else by an UPDATE when the file is finished."""
-        failed, exit_code, duration = P.result_failed(message if isinstance(message, dict) else {})
+        unit (the usual case), else by an UPDATE when the unit is finished."""
         values = {"result_message_id": row["id"], "result_preview": row["text_preview"],
-                  "is_error": int(failed), "exit_code": exit_code, "duration_ms": duration}
+                  "is_error": row["is_error"], "exit_code": row["exit_code"], "duration_ms": row["duration_ms"]}
         call_id = row["tool_call_id"]
         call = self.open_calls.get(call_id)
         if call is not None:
@@ -301,9 +296,9 @@ class SessionWriter:
             self.open_calls = {}
         self.messages, self.tool_calls, self.entries = [], [], []
 
-    def finish(self, state: P.ParseState) -> None:
-        """Derived fields: the session's newest file, active path, tool-result
-        pairing and totals."""
+    def finish(self, info: SessionInfo | None = None) -> None:
+        """Derived fields: the session's newest unit, active path, tool-result
+        pairing and totals; ``info``: the session-level values this unit holds."""
         self.flush()
         store = self.store
         rank = self.rank
@@ -312,28 +307,19 @@ class SessionWriter:
         values: dict = {}
         leaf = session["leaf_entry_id"] if session is not None else None
         if wins:
-            values.update({
-                "source_rank": rank, "file_path": self.source.path,
-                "session_type": P.session_type_for(self.source.name),
-            })
+            values.update({"source_rank": rank, "file_path": self.unit.key, "session_type": self.unit.session_type})
             if self.last_entry_id is not None:
                 leaf = self.last_entry_id
                 values["leaf_entry_id"] = leaf
-        header = state.header
-        old_header = session["header_json"] if session is not None else None
-        if header is not None and old_header is not None:
-            new_header = state.header_raw.decode("utf-8", "replace")
-            if new_header != old_header:
+        if info is not None:
+            old_header = session["header_json"] if session is not None else None
+            if info.raw is not None and old_header is not None and info.raw != old_header:
                 # Keep the header that loses as a revision: every line stays rebuildable.
-                self._keep_revision("@header", old_header if wins else new_header, None)
-        if header is not None and (wins or session is None or session["header_json"] is None):
-            values.update({
-                "cwd": P._str(header.get("cwd"), 512),
-                "started_at": P.format_timestamp(header.get("timestamp")),
-                "version": P._int(header.get("version")) or 1,
-                "parent_session": P._str(header.get("parentSession") or header.get("branchedFrom"), 512),
-                "header_json": state.header_raw.decode("utf-8", "replace"),
-            })
+                self._keep_revision("@header", old_header if wins else info.raw, None)
+            if wins or session is None or (info.raw is not None and old_header is None):
+                values.update(info.values)
+                if info.raw is not None:
+                    values["header_json"] = info.raw
         if self.changed or (session is not None and leaf != session["leaf_entry_id"]):
             self._mark_active_path(leaf)
         self._pair_remaining()
@@ -408,154 +394,83 @@ class SessionWriter:
             marks = ", ".join("?" for _ in batch)
             seen = set()
             for r in store.execute(
-                "SELECT id, tool_call_id, text_preview, raw_json FROM messages WHERE session_id = ? "
-                f"AND role = 'toolResult' AND tool_call_id IN ({marks}) ORDER BY is_synthetic, id",
+                "SELECT id, tool_call_id, text_preview, is_error, exit_code, duration_ms FROM messages "
+                f"WHERE session_id = ? AND role = 'toolResult' AND tool_call_id IN ({marks}) ORDER BY is_synthetic, id",
                 (self.session_id, *batch),
             ):
                 if r[1] in seen:
                     continue
                 seen.add(r[1])
-                try:
-                    message = orjson.loads(r[3]).get("message")
-                except (orjson.JSONDecodeError, AttributeError):
-                    message = None
-                failed, exit_code, duration = P.result_failed(message if isinstance(message, dict) else {})
-                updates.append((r[0], r[2], int(failed), exit_code, duration, self.flushed_calls[r[1]]))
+                updates.append((r[0], r[2], r[3], r[4], r[5], self.flushed_calls[r[1]]))
         if updates:
             store.executemany(sets + "WHERE id = ?", updates)
 
 
 
-def import_file(store: Store, source: SourceFile, previous, report: ImportReport,
+def import_unit(store: Store, unit: Unit, checkpoint: Checkpoint | None, report: ImportReport,
                 ready: Prefetched | None = None) -> None:
-    """The writer stage for one transcript, inside the caller's transaction:
-    entries merged into the session by id, then derived fields and the
-    file's parsed_files row. ``ready``: the file already read and parsed,
-    used when it was read against the same ``previous``."""
-    if ready is not None and ready.fits(previous):
-        stream = ready.replay()
-    else:
-        stream = read_transcript(source, previous)
-    writer: SessionWriter | None = None
+    """The writer stage for one unit, inside the caller's transaction: its
+    entries merged into their sessions by id, rows of other tables upserted,
+    then derived fields and the unit's checkpoint. ``ready``: the unit already
+    read and parsed, used when it was read against the same checkpoint."""
+    stream = ready.replay() if ready is not None and ready.fits(checkpoint) else unit.read(checkpoint)
+    writers: dict[str, SessionWriter] = {}
     while True:
         try:
-            session_id, entries = next(stream)
+            batch = next(stream)
         except StopIteration as stop:
-            outcome: ReadOutcome = stop.value
+            outcome: Outcome = stop.value
             break
-        if writer is None:
-            writer = SessionWriter(store, source, session_id)
-        for entry in entries:
-            writer.add(entry)
-    state = outcome.state
+        for table, rows, key in batch.rows:
+            for row in rows:
+                store.upsert_row(table, row, key)
+        if batch.entries:
+            writer = writers.get(batch.session)
+            if writer is None:
+                writer = writers[batch.session] = SessionWriter(store, unit, batch.session)
+            for entry in batch.entries:
+                writer.add(entry)
     if not outcome.typed and (outcome.bad or outcome.saw_entries):
-        raise NotATranscript("not an OpenClaw transcript: no session header and no known entry type")
-    if writer is None and state.header is not None:
-        writer = SessionWriter(store, source, state.session_id)
-    if writer is not None:
-        writer.finish(state)
+        raise NotATranscript(unit.source.not_this_kind())
+    for session in outcome.sessions:
+        if session not in writers:
+            writers[session] = SessionWriter(store, unit, session)
+    for session, writer in writers.items():
+        writer.finish(outcome.sessions.get(session))
         report.messages_added += writer.added_messages
         report.entries_added += writer.added_entries
-    consumed_to, head, tail = outcome.consumed_to, outcome.head, outcome.tail
     report.bytes_read += outcome.bytes_read
-    report.bad_lines += outcome.bad - ((previous["bad_lines"] or 0) if outcome.append else 0)
+    report.events_read += outcome.events_read
+    report.bad_lines += outcome.bad - outcome.bad_before
     report.pending_lines += outcome.pending
-    store.upsert_row(
-        "parsed_files",
-        parsed_file_row(source, "success", **{
-            "error_message": None,
-            "session_uuid": state.session_id or (previous["session_uuid"] if previous is not None else None),
-            "session_type": P.session_type_for(source.name),
-            "parsed_offset": consumed_to, "parsed_lines": state.next_line,
-            "head_hash": P.short_hash(head[: min(WINDOW, consumed_to)]) if consumed_to else None,
-            "tail_hash": P.short_hash(tail) if consumed_to else None,
-            "last_entry_id": state.last_entry_id, "legacy_format": int(state.legacy),
-            "bad_lines": outcome.bad, "pending_lines": outcome.pending, "entries_read": outcome.entries_read,
-        }),
-        ("server", "agent_id", "file_path"),
-    )
+    report.warnings.extend(outcome.warnings)
+    store.upsert_row("parsed_files", unit_row(unit, "success", outcome.checkpoint), ("server", "agent_id", "file_path"))
 
 
-def parsed_file_row(source: SourceFile, status: str, **values) -> dict:
-    """A parsed_files row for ``source``: what identifies and dates it, plus ``values``."""
-    return {
-        "server": source.server, "agent_id": source.agent_id, "file_path": source.path,
-        "file_mtime": source.mtime_ns // 1_000_000_000, "file_mtime_ns": source.mtime_ns,
-        "file_size": source.size, "status": status, "parsed_at": now_utc(), **values,
+def unit_row(unit, status: str, checkpoint: Checkpoint | None = None, **values) -> dict:
+    """A unit's (or container's) ``parsed_files`` row: what identifies and
+    dates it, its checkpoint, plus ``values``."""
+    row = {
+        "server": unit.server, "agent_id": unit.agent_id, "file_path": unit.key,
+        "file_mtime": unit.mtime_ns // 1_000_000_000, "file_mtime_ns": unit.mtime_ns,
+        "file_size": unit.size, "status": status, "parsed_at": now_utc(), "error_message": None,
+        "session_type": unit.session_type, "source": unit.source.kind,
     }
+    if checkpoint is not None:
+        row.update(checkpoint.columns())
+    row.update(values)
+    return row
 
 
-def record_problem(store: Store, source: SourceFile, status: str, message: str) -> None:
+def record_problem(store: Store, unit, status: str, message: str) -> None:
+    """A unit that failed or is not of its kind: recorded with no checkpoint to
+    resume from (the next run reads it whole once it changes)."""
     with store.transaction():
         store.upsert_row(
             "parsed_files",
-            parsed_file_row(source, status, **{
-                "error_message": message, "parsed_offset": 0, "parsed_lines": 0,
-                "head_hash": None, "tail_hash": None, "bad_lines": 0, "pending_lines": 0,
-            }),
+            unit_row(unit, status, Checkpoint(status=status, token=unit.token), error_message=message),
             ("server", "agent_id", "file_path"),
         )
-
-
-def import_index(store: Store, source: SourceFile) -> None:
-    """sessions.json: session key -> label, display name, channel, chat type..."""
-    with source.open() as f:
-        data = orjson.loads(f.read())
-    if not isinstance(data, dict):
-        raise NotATranscript("sessions.json is not a JSON object")
-    rows = []
-    for key, value in data.items():
-        if not isinstance(value, dict) or not isinstance(value.get("sessionId"), str):
-            continue
-        origin = value.get("origin") if isinstance(value.get("origin"), dict) else {}
-        rows.append({
-            "server": source.server, "agent_id": source.agent_id, "session_key": key[:255],
-            "session_uuid": value["sessionId"][:64],
-            "label": P._str(value.get("label"), 255),
-            "display_name": P._str(value.get("displayName"), 255),
-            "channel": P._str(value.get("channel") or value.get("lastChannel") or origin.get("provider"), 64),
-            "chat_type": P._str(value.get("chatType") or origin.get("chatType"), 32),
-            "spawned_by": P._str(value.get("spawnedBy"), 255),
-            "updated_at": P._int(value.get("updatedAt")),
-        })
-    for row in rows:
-        store.upsert_row("session_index", row, ("server", "agent_id", "session_key"))
-    store.upsert_row(
-        "parsed_files",
-        parsed_file_row(source, "success", **{
-            "error_message": None,
-            "session_type": "index", "parsed_offset": source.size, "bad_lines": 0, "pending_lines": 0,
-        }),
-        ("server", "agent_id", "file_path"),
-    )
-
-
-def apply_index(store: Store, server: str, agent_id: str) -> None:
-    """Copy sessions.json metadata onto the sessions it names (newest key wins)."""
-    index = store.query(
-        "SELECT * FROM session_index WHERE server = ? AND agent_id = ? ORDER BY updated_at, session_key",
-        (server, agent_id),
-    )
-    if not index:
-        return
-    latest = {row["session_uuid"]: row for row in index}
-    fields = ("session_key", "label", "display_name", "channel", "chat_type", "spawned_by")
-    updates = []
-    for s in store.query(
-        "SELECT id, session_uuid, " + ", ".join(fields) + " FROM sessions WHERE server = ? AND agent_id = ?",
-        (server, agent_id),
-    ):
-        row = latest.get(s["session_uuid"])
-        if row is None:
-            continue
-        values = tuple(row[f] for f in fields)
-        if values != tuple(s[f] for f in fields):
-            updates.append((*values, s["id"]))
-    if updates:
-        store.executemany(
-            "UPDATE sessions SET " + ", ".join(f"{f} = ?" for f in fields) + " WHERE id = ?", updates
-        )
-
 
 
 def in_transaction(store: Store, label: str, work: Callable[["ImportReport"], None],
@@ -578,29 +493,17 @@ def in_transaction(store: Store, label: str, work: Callable[["ImportReport"], No
     raise AssertionError("unreachable")
 
 
-def import_one(store: Store, source: SourceFile, ready: Prefetched | None = None,
-               defer: bool = False) -> "ImportReport":
-    """One file in one transaction (``ready`` and ``defer``: see import_file
+def import_one(store: Store, unit: Unit, ready: Prefetched | None = None, defer: bool = False) -> "ImportReport":
+    """One unit in one transaction (``ready`` and ``defer``: see import_unit
     and Store.transaction)."""
 
     def work(part: ImportReport) -> None:
         # Read again under the write lock: another importer may have taken
-        # this file since the listing.
-        previous = store.parsed_file(source.server, source.agent_id, source.path)
-        if source.kind == "index":
-            import_index(store, source)
-        elif unchanged(source, previous):
+        # this unit since the listing.
+        row = store.parsed_file(unit.server, unit.agent_id, unit.key)
+        if unchanged(row, unit.token):
             part.files_unchanged = 1
         else:
-            import_file(store, source, previous, part, ready)
+            import_unit(store, unit, Checkpoint.from_row(row), part, ready)
 
-    return in_transaction(store, source.path, work, defer=defer)
-
-
-def unchanged(source: SourceFile, previous) -> bool:
-    return (
-        previous is not None
-        and previous["status"] in ("success", "ignored")
-        and previous["file_size"] == source.size
-        and previous["file_mtime_ns"] == source.mtime_ns
-    )
+    return in_transaction(store, unit.key, work, defer=defer)

@@ -335,16 +335,17 @@ def test_unreadable_file_fails_clearly_and_others_import(tmp_path):
     broken = sd / "0c0c0c0c-0000-4000-8000-000000000000.jsonl"
     write(broken, conversation(sid="0c0c0c0c", turns=1))
     db = tmp_path / "a.db"
-    from importer.sources import SourceFile
-    from importer.writer import ImportReport, import_file
+    from importer.sources import LOCAL
+    from importer.sources.openclaw import SOURCE, TranscriptFile
+    from importer.writer import ImportReport, import_unit
     from importer.store import open_store
     # A file that vanishes between listing and reading: one clear error, the rest imports.
     broken.unlink()
     store = open_store(f"sqlite:///{db}")
-    source = SourceFile("t", "main", str(broken), 10, 1)
+    unit = TranscriptFile(SOURCE, "t", "main", str(broken), broken.name, 10, 1, fs=LOCAL)
     with pytest.raises(FileNotFoundError):
         with store.transaction():
-            import_file(store, source, None, ImportReport())
+            import_unit(store, unit, None, ImportReport())
     store.close()
     proc = subprocess.run(
         [sys.executable, "-m", "importer", "import", str(sd / f"{SID}.jsonl"), str(broken),

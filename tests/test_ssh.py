@@ -26,6 +26,8 @@ from transcripts import SID, Chain, conversation, do_import, dump, line, rows, s
 from importer import remote as remote_mod  # noqa: E402
 from importer.config import ConfigError, default_config_path, load_config, parse_config  # noqa: E402
 from importer.remote import HostKeyError, RemoteServer  # noqa: E402
+from importer.sources import discover  # noqa: E402
+from importer.sources.openclaw_store import copied_tables  # noqa: E402
 from importer.store import open_store  # noqa: E402
 from importer.sync import import_from_config, lock_path, run_lock  # noqa: E402
 
@@ -419,16 +421,16 @@ def test_remote_sqlite_store_copy_is_consistent_and_credential_free(tmp_path, ss
     config = load_config(write_config(tmp_path, sshd, [ssh_server(sshd, "s1", tmp_path / "state")]))
     server = RemoteServer(config.servers[0], config).connect()
     try:
-        found = server.discover()
-        assert [(f.agent_id, f.path) for f in server.sqlite_stores] == [
-            ("main", str(store_dir / "openclaw-agent.sqlite"))]
+        found = discover([str(tmp_path / "state")], server="s1", fs=server.fs)
+        assert [(type(f).__name__, f.agent_id, f.path) for f in found.units] == [
+            ("AgentStore", "main", str(store_dir / "openclaw-agent.sqlite"))]
         if without_python:  # the sqlite3 shell's .backup, on a server without python3
             bin_dir = tmp_path / "bin"
             bin_dir.mkdir()
             for tool in ("sh", "sqlite3", "mktemp", "rm", "cat"):
                 target = next(Path(d, tool) for d in ("/usr/bin", "/bin") if Path(d, tool).exists())
                 (bin_dir / tool).symlink_to(target)
-            command = remote_mod._backup_command(str(store_dir / "openclaw-agent.sqlite"))
+            command = remote_mod._backup_command(str(store_dir / "openclaw-agent.sqlite"), copied_tables())
             status, out, err = server.run(f"PATH={bin_dir} sh -c {remote_mod.shlex.quote(command)}")
             assert status == 0, err.decode(errors="replace")[-300:]
             copy_path = Path(out.decode().strip())
@@ -438,10 +440,9 @@ def test_remote_sqlite_store_copy_is_consistent_and_credential_free(tmp_path, ss
             copy_path.parent.rmdir()  # nothing else left behind
         else:
             before, temps = server.counter.payload, set(Path("/tmp").glob("agentbase-sqlite-copy-*"))
-            local = server.fetch_sqlite_copy(str(store_dir / "openclaw-agent.sqlite"), tmp_path)
+            local = server.fetch_sqlite_copy(str(store_dir / "openclaw-agent.sqlite"), tmp_path, copied_tables())
             assert server.counter.payload - before == local.stat().st_size
             assert set(Path("/tmp").glob("agentbase-sqlite-copy-*")) == temps  # the server-side copy is removed
-        assert [f.kind for f in found.files] == ["openclaw_db"]
     finally:
         server.close()
         writer.rollback()
@@ -541,14 +542,14 @@ def test_remote_store_with_cold_archive_files_equals_a_local_import(tmp_path, ss
     # sshd serves this very machine, so a local read would also find the file:
     # record what goes through the SFTP reader (the real one, on the real connection).
     read_over_sftp = []
-    original = remote_mod.RemoteStoreFile.read_file
+    original = remote_mod.SFTPFileSystem.read_bytes
 
     def recording(self, remote_path):
         data = original(self, remote_path)
         read_over_sftp.append((remote_path, len(data)))
         return data
 
-    monkeypatch.setattr(remote_mod.RemoteStoreFile, "read_file", recording)
+    monkeypatch.setattr(remote_mod.SFTPFileSystem, "read_bytes", recording)
 
     state = tmp_path / "state"
     path = state / "agents" / "main" / "agent" / "openclaw-agent.sqlite"

@@ -51,6 +51,10 @@ class Dialect:
         marks = ", ".join("?" for _ in columns)
         return f"INSERT INTO [{table}] ({cols}) VALUES ({marks})"
 
+    def concat(self, *exprs: str) -> str:
+        """SQL joining the text of ``exprs``."""
+        return "(" + " || ".join(exprs) + ")"
+
 
 class MariaDBDialect(Dialect):
     """MariaDB/MySQL: utf8mb4 with binary collation (ids and paths compare
@@ -89,6 +93,9 @@ class MariaDBDialect(Dialect):
         cols = ", ".join(f"[{c}]" for c in columns)
         marks = ", ".join("?" for _ in columns)
         return f"INSERT INTO [{table}] ({cols}) VALUES ({marks})"
+
+    def concat(self, *exprs: str) -> str:
+        return f"CONCAT({', '.join(exprs)})"  # || is OR in MariaDB's default mode
 
     _BRACKETS = re.compile(r"\[(\w+)\]")
 

@@ -28,6 +28,56 @@ def _migration_openclaw_sqlite_metadata(store: "Store") -> None:
     ])
 
 
+def _migration_sources(store: "Store") -> None:
+    """One seam for every source kind: the checkpoint's change token and resume
+    state, the ``source`` column, and the columns other kinds fill."""
+    store.ensure_columns("parsed_files", ["change_token", "source", "resume_state"])
+    store.ensure_columns("sessions", ["source", "title", "parent_session_uuid", "parent_call_id",
+                                      "provider_session_id", "times_approximate"])
+    store.ensure_columns("messages", ["source", "exit_code", "duration_ms"])
+    store.ensure_columns("tool_calls", ["source"])
+    d = store.dialect
+    # Change tokens as the sources now make them: a file's size and time; an
+    # OpenClaw store session's last seq, event count and watermark hash.
+    store_session = "file_path LIKE '%#%' AND file_path NOT LIKE '%#archive/%' AND session_type <> 'openclaw_db'"
+    colon, generation = "':'", "COALESCE(head_hash, '')"
+    store.execute(f"UPDATE parsed_files SET change_token = "
+                  f"{d.concat('parsed_offset', colon, 'file_size', colon, generation)} "
+                  f"WHERE change_token IS NULL AND {store_session}")
+    store.execute(f"UPDATE parsed_files SET change_token = {d.concat('file_size', colon, 'file_mtime_ns')} "
+                  "WHERE change_token IS NULL")
+    # Everything archived so far is OpenClaw's or standalone pi's.
+    pi = "(agent_id = 'pi' OR file_path LIKE '%/--%--/%')"
+    store.execute(f"UPDATE sessions SET source = CASE WHEN {pi} THEN 'pi' ELSE 'openclaw' END WHERE source IS NULL")
+    store.execute(f"UPDATE parsed_files SET source = CASE WHEN {pi} THEN 'pi' ELSE 'openclaw' END WHERE source IS NULL")
+    for table in ("messages", "tool_calls"):
+        store.execute(f"UPDATE {table} SET source = (SELECT s.source FROM sessions s WHERE s.id = {table}.session_id) "
+                      "WHERE source IS NULL")
+    # A tool result's exit code and duration, which its call is paired with.
+    import orjson
+
+    from .. import parser as P
+
+    last = 0
+    while True:
+        rows = store.tuples("SELECT id, raw_json FROM messages WHERE role = 'toolResult' AND id > ? "
+                            "ORDER BY id LIMIT 2000", (last,))
+        if not rows:
+            break
+        last = rows[-1][0]
+        updates = []
+        for row_id, raw in rows:
+            try:
+                message = orjson.loads(raw or "{}").get("message")
+            except (orjson.JSONDecodeError, AttributeError):
+                continue
+            _failed, code, duration = P.result_failed(message if isinstance(message, dict) else {})
+            if code is not None or duration is not None:
+                updates.append((code, duration, row_id))
+        if updates:
+            store.executemany("UPDATE messages SET exit_code = ?, duration_ms = ? WHERE id = ?", updates)
+
+
 # Ordered and append-only: version N is MIGRATIONS[N-1]. schema.TABLES is always
 # the current schema, which migration 1 creates whole on a new store; a later
 # migration that adds columns must do so with ``store.ensure_columns`` (a no-op
@@ -35,6 +85,7 @@ def _migration_openclaw_sqlite_metadata(store: "Store") -> None:
 MIGRATIONS: list[tuple[str, Callable[["Store"], None]]] = [
     ("initial schema", _migration_initial),
     ("openclaw sqlite-era session metadata", _migration_openclaw_sqlite_metadata),
+    ("sources: change tokens, resume state, source column", _migration_sources),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -1,0 +1,165 @@
+"""Where transcripts are: one module per source kind, registered in one place.
+
+Every module of this package that defines ``SOURCE`` (a
+:class:`~importer.sources.base.Source`, or a list of them) is a source kind;
+so are the objects other packages register under the ``agentbase.sources``
+entry point group. Built-in kinds and plug-ins take the same path: adding a
+kind is adding a module (and its tests), nothing else.
+
+:func:`discover` turns the paths a user names into units and containers
+(``base.py``), asking each kind, in ``order``, whether it recognises its layout
+at the path; several may (an OpenClaw state dir holds JSONL files and SQLite
+stores). A single file goes to the first kind that claims it by name and
+first bytes. A folder no kind recognises may hold one tree per server: each
+subfolder is tried, its name the server's. Everything is read through one
+filesystem interface (``fs.py``), local or SFTP, so discovery and reading
+work the same over SSH.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import pkgutil
+
+from .base import (  # noqa: F401  (the package's public names)
+    Batch, Checkpoint, Container, Discovery, NotATranscript, Opened, Outcome, Scope, SessionInfo, Source,
+    SourceError, SourceLost, Unit, default_server_name, file_token, sort_units, unchanged,
+)
+from .fs import LOCAL, FileSystem
+
+log = logging.getLogger("agentbase")
+
+_INFRASTRUCTURE = {"base", "fs"}
+_registry: list[Source] | None = None
+SNIFF_BYTES = 64 * 1024
+
+
+def register(source: Source) -> Source:
+    """Add a source kind (for plug-ins and tests); returns it."""
+    kinds = all_sources()
+    if any(s.name == source.name for s in kinds):
+        raise ValueError(f"a source named {source.name!r} is already registered")
+    kinds.append(source)
+    kinds.sort(key=lambda s: (s.order, s.name))
+    return source
+
+
+def all_sources() -> list[Source]:
+    """Every registered kind, in discovery order (loaded on first use)."""
+    global _registry
+    if _registry is None:
+        found: list[Source] = []
+        for info in pkgutil.iter_modules(__path__):
+            if info.name in _INFRASTRUCTURE or info.name.startswith("_"):
+                continue
+            module = importlib.import_module(f"{__name__}.{info.name}")
+            declared = getattr(module, "SOURCE", None)
+            if declared is not None:
+                found.extend(declared if isinstance(declared, (list, tuple)) else [declared])
+        found.extend(_plugins())
+        found.sort(key=lambda s: (s.order, s.name))
+        _registry = found
+    return _registry
+
+
+def _plugins() -> list[Source]:
+    from importlib.metadata import entry_points
+
+    out = []
+    for ep in entry_points(group="agentbase.sources"):
+        try:
+            loaded = ep.load()
+        except Exception as exc:  # a broken plug-in never stops the built-in kinds
+            log.warning("source plug-in %s cannot be loaded: %s", ep.name, exc)
+            continue
+        out.extend(loaded if isinstance(loaded, (list, tuple)) else [loaded])
+    return out
+
+
+def kinds() -> list[str]:
+    """The ``source`` column's values, one per kind."""
+    return sorted({s.kind for s in all_sources()})
+
+
+def default_paths(fs: FileSystem | None = None) -> list[str]:
+    """The places every kind would be imported from on a machine (``fs``,
+    default this one) when no PATH is given: those that exist."""
+    fs = fs or LOCAL
+    out: list[str] = []
+    for source in all_sources():
+        for path in source.default_paths(fs):
+            if path not in out:
+                out.append(path)
+    return out
+
+
+def default_candidates() -> list[str]:
+    """Every kind's default places, for messages."""
+    out: list[str] = []
+    for source in all_sources():
+        out.extend(p for p in source.candidates() if p not in out)
+    return out
+
+
+def discover(paths: list[str], server: str | None = None, agent: str | None = None,
+             fs: FileSystem | None = None, agents: list[str] | None = None) -> Discovery:
+    """Find every kind's units under each path (see the module docstring).
+
+    ``agent`` names the agent of a single file or a bare folder, and keeps
+    only that agent in a larger tree; ``agents`` keeps only these (None: all).
+    ``fs``: where the paths are (default: this machine).
+    """
+    fs = fs or LOCAL
+    out = Discovery()
+    wanted = frozenset(agents) if agents is not None else None
+    for raw in paths:
+        path = fs.abspath(raw)
+        try:
+            found = fs.stat(path)
+        except OSError as exc:
+            out.errors.append(f"cannot read {path}: {exc.strerror or exc}")
+            continue
+        if found is None:
+            out.errors.append(f"no such file or folder: {path}")
+            continue
+        scope = Scope(server or default_server_name(), agent, wanted)
+        if found[0] == "file":
+            _file(fs, fs.resolve(path) if not fs.remote else path, found, scope, out)
+        elif not _folder(fs, path, scope, out):
+            # One subfolder per server.
+            any_found = False
+            for sub in fs.subdirs(path):
+                if _folder(fs, sub.path, Scope(server or sub.name, agent, wanted), out):
+                    any_found = True
+                else:
+                    out.warnings.append(f"skipped {sub.path}: no transcripts of a known kind inside")
+            if not any_found:
+                out.errors.append(f"no transcripts found under {path}")
+    sort_units(out.units)
+    return out
+
+
+def _folder(fs: FileSystem, path: str, scope: Scope, out: Discovery) -> bool:
+    recognised = False
+    for source in all_sources():
+        if source.find(fs, path, scope, out):
+            recognised = True
+    return recognised
+
+
+def _file(fs: FileSystem, path: str, found: tuple, scope: Scope, out: Discovery) -> None:
+    _kind, size, mtime_ns = found
+    name = fs.basename(path)
+    try:
+        with fs.open(path, size) as f:
+            head = f.read(SNIFF_BYTES)
+    except OSError:
+        head = b""  # read again (and failed clearly) by the import
+    kinds = all_sources()
+    chosen = next((s for s in kinds if s.claims_file(name, head)), None)
+    if chosen is None:
+        chosen = next(s for s in kinds if s.name == "openclaw")  # imported as such: ignored when it is not one
+    unit = chosen.file_unit(fs, path, size, mtime_ns, scope, out)
+    if unit is not None:
+        out.add(unit)
