@@ -7,7 +7,7 @@ setup(
     long_description=open("README.md", encoding="utf-8").read(),
     long_description_content_type="text/markdown",
     packages=find_packages(include=["importer", "importer.*", "datasette_agentbase", "datasette_agentbase.*"]),
-    package_data={"datasette_agentbase": ["templates/*.html", "static/*"]},
+    package_data={"datasette_agentbase": ["templates/*.html", "static/*"], "importer": ["data/*.json"]},
     python_requires=">=3.10",
     install_requires=[
         "click>=8.1",

@@ -371,3 +371,119 @@ def main() -> None:  # console_scripts entry point
     cli(prog_name="agentbase")
 
 
+
+
+# --- agentbase prices: the model price table (importer/prices.py) ---------------------------------
+
+@cli.group("prices")
+def prices_group() -> None:
+    """The model price table that prices calls whose transcripts record no cost."""
+
+
+def _mtok(rate: float) -> str:
+    """A per-token USD rate as dollars per million tokens: $3, $3.75, $0.028."""
+    text = f"{rate * 1_000_000:.6f}".rstrip("0")
+    whole, _, frac = text.partition(".")
+    return f"${whole}.{frac.ljust(2, '0')}"
+
+
+def _load_prices():
+    from .prices import PriceError, PriceTable
+
+    try:
+        return PriceTable.load()
+    except PriceError as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+def _table_line(table) -> str:
+    return f"{table.date or 'undated'}, {len(table)} models ({table.describe_source()})"
+
+
+@prices_group.command("show")
+@click.argument("model", required=False)
+def prices_show(model: str | None) -> None:
+    """The table's date, source and size; with MODEL, its prices per million tokens and the table
+    entry it matched."""
+    from .prices import PACKAGED_PATH, PriceTable, PriceError
+
+    table = _load_prices()
+    if model is None:
+        mine = table.path is not None and table.path.resolve() != PACKAGED_PATH.resolve()
+        click.echo(f"price table: {_table_line(table)}")
+        click.echo(f"file: {table.path}" + (" (yours, from `agentbase prices update`)" if mine else " (packaged)"))
+        if mine:
+            try:
+                packaged = PriceTable.load(PACKAGED_PATH)
+            except PriceError:
+                packaged = None
+            if packaged and packaged.date and table.date and packaged.date > table.date:
+                click.echo(f"note: the packaged table ({packaged.date}) is newer than yours: update yours, "
+                           f"or delete {table.path} to use it", err=True)
+        return
+    price = table.lookup(model)
+    if price is None:
+        raise click.ClickException(f"{model}: not in the price table of {table.date or 'undated'}; its calls "
+                                   "count as unpriced (a config prices: entry can give its price)")
+    click.echo(f"{model}: matched {price.name} ({price.provider or 'unknown provider'}), "
+               f"table of {table.date or 'undated'}")
+    from .prices import CACHE_READ, CACHE_WRITE, CACHE_WRITE_1H
+
+    ranges = sorted(price.entry.get("tiered_pricing") or [], key=lambda t: t["range"][0])
+    if ranges:  # one row per range: (label, prompt tokens inside it, the mapping its rates come from)
+        rows = [(("up to " if not t["range"][0] else f"{_ktok(t['range'][0])} to ") + _ktok(t["range"][1]),
+                 int(t["range"][0]) + 1, t) for t in ranges]
+    else:
+        cuts = sorted(price.thresholds())
+        rows = [(f"up to {_ktok(cuts[0])}" if cuts else "all requests", 0, price.entry)]
+        rows += [(f"above {_ktok(c)}", c + 1, price.entry) for c in cuts]
+    header = ("input tokens", "input", "output", "cache read", "cache write 5m", "cache write 1h")
+    table_rows = [header]
+    marked = False
+    for label, tokens, given in rows:
+        r = price.rates(tokens)
+        cells = [label, _mtok(r.input), _mtok(r.output)]
+        for key, rate in ((CACHE_READ, r.cache_read), (CACHE_WRITE, r.cache_write_5m),
+                          (CACHE_WRITE_1H, r.cache_write_1h)):
+            missing = key not in given
+            marked |= missing
+            cells.append(_mtok(rate) + ("*" if missing else ""))
+        table_rows.append(tuple(cells))
+    widths = [max(len(row[i]) for row in table_rows) for i in range(len(header))]
+    click.echo("  USD per million tokens:")
+    for row in table_rows:
+        click.echo("  " + "  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())
+    if marked:
+        click.echo("  * not in the table: cache reads and 5-minute writes cost the input rate, "
+                   "1-hour writes 2x the input rate")
+
+
+def _ktok(n) -> str:
+    n = int(n)
+    return f"{n // 1000}k" if n and n % 1000 == 0 else str(n)
+
+
+@prices_group.command("update")
+@click.option("--from", "source", required=True, type=click.Path(dir_okay=False),
+              help="LiteLLM's model_prices_and_context_window.json, or a litellm wheel "
+                   "(pip download --no-deps litellm).")
+@click.option("--date", "day", default=None, metavar="YYYY-MM-DD",
+              help="The table's date. Default: the day FILE was last written.")
+@click.option("-o", "--output", default=None, type=click.Path(dir_okay=False),
+              help="Write here instead of the user's table (e.g. the packaged importer/data/model_prices.json).")
+def prices_update(source: str, day: str | None, output: str | None) -> None:
+    """Refresh the price table from FILE, offline: checks it, keeps the chat models of the providers
+    AgentBase prices, and writes it to $AGENTBASE_HOME/model_prices.json (or
+    ~/.local/share/agentbase/model_prices.json), which then takes precedence over the packaged table.
+    A bad FILE leaves the current table as it is."""
+    from .prices import PriceError, update_prices
+
+    try:
+        old, new = update_prices(source, output, day)
+    except PriceError as exc:
+        raise click.ClickException(str(exc)) from None
+    except OSError as exc:
+        raise click.ClickException(f"cannot write the price table: {exc.strerror or exc}") from None
+    click.echo(f"price table written to {new.path}")
+    click.echo(f"  old: {_table_line(old) if old else 'unreadable'}" + (f" [{old.path}]" if old else ""))
+    click.echo(f"  new: {_table_line(new)}")
