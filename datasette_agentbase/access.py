@@ -13,14 +13,18 @@ At start-up the password becomes a SHA-256 digest held in memory; it is never
 printed, logged, put in a URL or written to disk.
 
 - ``/-/agentbase/login`` (a form, POST with Datasette's CSRF token) compares
-  the SHA-256 of what was typed with that digest (``hmac.compare_digest``);
-  a wrong password waits a second under a lock, so guesses are one a second.
-  The right one sets Datasette's own signed ``ds_actor`` cookie (HttpOnly,
-  SameSite=Lax, Secure over https; expires after ``LOGIN_DAYS``), whose actor
-  carries a key derived from the password and Datasette's secret: changing the
-  password logs everyone out, as does a restart without ``DATASETTE_SECRET``.
+  the SHA-256 of what was typed with that digest (``hmac.compare_digest``).
+  The right one opens a session: a random id, kept in memory (at most
+  ``MAX_SESSIONS``, each for ``LOGIN_DAYS``), that the actor of Datasette's own
+  signed ``ds_actor`` cookie carries (HttpOnly, SameSite=Lax, Secure over
+  https). An actor whose session this server did not open, or has closed, is
+  refused: a restart or a new password logs everyone out.
+- ``/-/logout`` (this plugin's route in place of Datasette's, which only clears
+  the cookie; the menu's "Log out" posts to it) closes the session, so a copy of
+  the cookie taken before is refused afterwards.
+- A wrong password waits a second under a lock, so guesses are one a second.
 - ``permission_allowed`` denies every action (view-instance, database, table,
-  query, execute-sql, download, ...) to anyone without that actor; the
+  query, execute-sql, download, ...) to anyone without a live session; the
   conversation view and the dashboard check the same permissions.
 - ``forbidden`` sends an anonymous visitor of an HTML page to the login page
   (``?next=`` the page); JSON and CSV get a 403 JSON error.
@@ -33,8 +37,9 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import hmac
+import secrets
 import time
-from dataclasses import dataclass
+from collections import OrderedDict
 from urllib.parse import urlencode
 
 from datasette.utils import baseconv
@@ -42,31 +47,81 @@ from datasette.utils.asgi import Response
 
 PLUGIN = "datasette-agentbase"
 ACTOR_ID = "agentbase"
-ACTOR_KEY = "agentbase_key"
+ACTOR_SESSION = "agentbase_session"
 LOGIN_DAYS = 7
-FAILED_LOGIN_DELAY = 1.0  # seconds, under one lock: at most one wrong guess per second
 MIN_PASSWORD_LENGTH = 8
+MAX_SESSIONS = 1000  # live logins; one more logs the oldest out
+FAILED_LOGIN_DELAY = 1.0  # seconds, under one lock: at most one wrong guess per second
 
 
 class AccessConfigError(Exception):
     """The plugin asks for a password that is not there."""
 
 
-@dataclass(frozen=True)
-class Gate:
-    digest: bytes  # SHA-256 of the password
-    key: str  # what a logged-in actor carries: HMAC(Datasette's secret, digest)
+class Sessions:
+    """The logins this server opened and has not closed, in memory: an id is live until it expires,
+    is logged out, or is the oldest of more than ``size``."""
 
-    def admits(self, actor) -> bool:
-        return (isinstance(actor, dict) and actor.get("id") == ACTOR_ID
-                and isinstance(actor.get(ACTOR_KEY), str) and hmac.compare_digest(actor[ACTOR_KEY], self.key))
+    def __init__(self, size: int = MAX_SESSIONS):
+        self.size = size
+        self._key = secrets.token_bytes(32)  # this run's: the table holds HMAC(key, id), not the ids
+        self._live: OrderedDict[bytes, float] = OrderedDict()  # -> expiry (time.time()), oldest first
+
+    def _slot(self, session_id: str) -> bytes:
+        return hmac.new(self._key, session_id.encode("utf-8", "surrogatepass"), hashlib.sha256).digest()
+
+    def open(self) -> str:
+        now = time.time()
+        while self._live and (len(self._live) >= self.size or next(iter(self._live.values())) <= now):
+            self._live.popitem(last=False)
+        session_id = secrets.token_urlsafe(32)
+        self._live[self._slot(session_id)] = now + LOGIN_DAYS * 86400
+        return session_id
+
+    def is_live(self, session_id) -> bool:
+        if not isinstance(session_id, str) or not 0 < len(session_id) <= 200:
+            return False
+        expires = self._live.get(self._slot(session_id))
+        return expires is not None and time.time() < expires
+
+    def close(self, session_id) -> None:
+        if isinstance(session_id, str) and 0 < len(session_id) <= 200:
+            self._live.pop(self._slot(session_id), None)
+
+    def __len__(self) -> int:
+        return len(self._live)
+
+
+class Gate:
+    """The password (as a SHA-256 digest) and the live sessions."""
+
+    def __init__(self, password: str):
+        self._digest = hashlib.sha256(password.encode("utf-8", "surrogatepass")).digest()
+        self.sessions = Sessions()
 
     def check(self, password: str) -> bool:
         given = hashlib.sha256(password.encode("utf-8", "surrogatepass")).digest()
-        return hmac.compare_digest(given, self.digest)
+        return hmac.compare_digest(given, self._digest)
+
+    def log_in(self) -> dict:
+        """A new session; the actor that carries it."""
+        return {"id": ACTOR_ID, ACTOR_SESSION: self.sessions.open()}
+
+    def log_out(self, actor) -> None:
+        if isinstance(actor, dict) and actor.get("id") == ACTOR_ID:
+            self.sessions.close(actor.get(ACTOR_SESSION))
+
+    def admits(self, actor) -> bool:
+        return (isinstance(actor, dict) and actor.get("id") == ACTOR_ID
+                and self.sessions.is_live(actor.get(ACTOR_SESSION)))
 
 
 _OPEN = object()  # no password configured: access as Datasette decides
+
+
+def configured(datasette) -> bool:
+    """Whether the plugin's settings ask for a password (set or not)."""
+    return "password" in (datasette.plugin_config(PLUGIN) or {})
 
 
 def gate(datasette) -> Gate | None:
@@ -87,10 +142,7 @@ def _build(datasette):
         # the message names neither the value nor the variable (a value passed by mistake as its name)
         raise AccessConfigError("the explorer's password variable is not set or empty: the explorer does not "
                                 "start without its password")
-    digest = hashlib.sha256(password.encode("utf-8", "surrogatepass")).digest()
-    secret = getattr(datasette, "_secret", "") or ""
-    key = hmac.new(str(secret).encode(), b"agentbase-login\0" + digest, hashlib.sha256).hexdigest()
-    return Gate(digest=digest, key=key)
+    return Gate(password)
 
 
 def check_startup(datasette) -> None:
@@ -174,9 +226,9 @@ def _login_lock() -> asyncio.Lock:
     return lock
 
 
-def actor_cookie(datasette, g: Gate) -> str:
+def actor_cookie(datasette, actor: dict) -> str:
     expires = baseconv.base62.encode(int(time.time()) + LOGIN_DAYS * 86400)
-    return datasette.sign({"a": {"id": ACTOR_ID, ACTOR_KEY: g.key}, "e": expires}, "actor")
+    return datasette.sign({"a": actor, "e": expires}, "actor")
 
 
 async def login_view(datasette, request):
@@ -191,8 +243,9 @@ async def login_view(datasette, request):
         target = safe_next(datasette, form.get("next") or request.args.get("next"))
         async with _login_lock():
             if g.check(form.get("password") or ""):
+                g.log_out(request.actor)  # logging in again replaces the session
                 response = Response.redirect(target)
-                response.set_cookie("ds_actor", actor_cookie(datasette, g), max_age=LOGIN_DAYS * 86400,
+                response.set_cookie("ds_actor", actor_cookie(datasette, g.log_in()), max_age=LOGIN_DAYS * 86400,
                                     httponly=True, samesite="lax", secure=request.scheme == "https")
                 return response
             await asyncio.sleep(FAILED_LOGIN_DELAY)
@@ -205,3 +258,24 @@ async def login_view(datasette, request):
         {"error": error, "next": target, "action": str(datasette.urls.path("-/agentbase/login"))},
         request=request)
     return Response.html(html, status=status)
+
+
+async def logout_view(datasette, request):
+    """``/-/logout`` in place of Datasette's (registered only with a password): the same page and
+    answer, and the POST also closes the session, so the cookie is refused even if kept."""
+    instance = str(datasette.urls.instance())
+    if request.method == "POST":
+        try:
+            g = gate(datasette)
+        except AccessConfigError:
+            g = None
+        if g is not None:
+            g.log_out(request.actor)
+        response = Response.redirect(instance)
+        response.set_cookie("ds_actor", "", expires=0, max_age=0)
+        datasette.add_message(request, "You are now logged out", datasette.WARNING)
+        return response
+    if not request.actor:
+        return Response.redirect(instance)
+    html = await datasette.render_template("logout.html", {"actor": request.actor}, request=request)
+    return Response.html(html)

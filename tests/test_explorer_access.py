@@ -171,6 +171,173 @@ def test_forged_stale_and_foreign_cookies_are_refused(snapshot, monkeypatch, loc
     assert site.get("/snapshot").status_code == 302
 
 
+def test_a_restart_logs_everyone_out(snapshot, monkeypatch):
+    # logins live in the server's memory: the same secret and the same password do not bring them back
+    site = LockedSite(snapshot, monkeypatch, secret="s1")
+    site.login()
+    restarted = LockedSite(snapshot, monkeypatch, secret="s1")
+    restarted.cookies["ds_actor"] = site.cookies["ds_actor"]
+    assert site.get("/snapshot").status_code == 200 and restarted.get("/snapshot").status_code == 302
+
+
+# -- the door: logging out ------------------------------------------------------------------------------
+
+def _csrf(page_text: str) -> str:
+    return re.search(r'name="csrftoken" value="([^"]+)"', page_text).group(1)
+
+
+def test_logging_out_ends_the_session(locked):
+    locked.login()
+    captured = locked.cookies["ds_actor"]
+    assert locked.get("/snapshot").status_code == 200 and locked.get("/snapshot.json").status_code == 200
+    home = locked.get("/").text
+    assert '<form action="/-/logout" method="post">' in home  # the menu's "Log out" posts to /-/logout
+    page = locked.get("/-/logout")
+    assert page.status_code == 200 and "Log out" in page.text
+    cookies = {**locked.cookies, "ds_csrftoken": page.cookies["ds_csrftoken"]}
+    # a forged logout (wrong CSRF token) is refused and changes nothing
+    r = asyncio.run(locked.ds.client.post("/-/logout", data={"csrftoken": "x"}, cookies=cookies))
+    assert r.status_code == 403 and locked.get("/snapshot").status_code == 200
+    r = asyncio.run(locked.ds.client.post("/-/logout", data={"csrftoken": _csrf(page.text)}, cookies=cookies))
+    assert r.status_code == 302 and r.headers["location"] == "/"
+    assert 'ds_actor=""' in r.headers["set-cookie"] or "ds_actor=;" in r.headers["set-cookie"]
+    # the cookie captured before logging out is refused: on HTML, JSON and CSV pages alike
+    replay = {"ds_actor": captured}
+    assert asyncio.run(locked.ds.client.get("/snapshot", cookies=replay)).status_code == 302
+    assert asyncio.run(locked.ds.client.get("/snapshot/messages.json", cookies=replay)).status_code == 403
+    assert asyncio.run(locked.ds.client.get("/snapshot/messages.csv", cookies=replay)).status_code == 403
+    assert asyncio.run(locked.ds.client.get("/-/agentbase/session/1", cookies=replay)).status_code == 302
+    # logging in again opens a new session; the old cookie stays refused
+    locked.cookies.clear()
+    locked.login()
+    assert locked.cookies["ds_actor"] != captured and locked.get("/snapshot.json").status_code == 200
+    assert asyncio.run(locked.ds.client.get("/snapshot.json", cookies=replay)).status_code == 403
+
+
+def test_no_password_keeps_datasettes_own_logout(snapshot):
+    from datasette.app import Datasette
+    from datasette_agentbase.serve import load_metadata
+
+    ds = Datasette(immutables=[str(snapshot)], metadata=load_metadata(snapshot))
+    asyncio.run(ds.invoke_startup())
+    cookie = ds.sign({"a": {"id": "someone"}}, "actor")
+    page = asyncio.run(ds.client.get("/-/logout", cookies={"ds_actor": cookie}))
+    r = asyncio.run(ds.client.post("/-/logout", data={"csrftoken": _csrf(page.text)},
+                                   cookies={"ds_actor": cookie, "ds_csrftoken": page.cookies["ds_csrftoken"]}))
+    assert r.status_code == 302 and "ds_actor" in r.headers["set-cookie"]
+
+
+def test_the_table_of_sessions_is_bounded():
+    from datasette_agentbase.access import Sessions
+
+    sessions = Sessions(size=3)
+    opened = [sessions.open() for _ in range(5)]
+    assert len(sessions) == 3 and [sessions.is_live(s) for s in opened] == [False, False, True, True, True]
+    sessions.close(opened[-1])
+    assert not sessions.is_live(opened[-1]) and len(sessions) == 2
+
+
+# -- the door over real HTTP: `agentbase serve`, clients from several loopback addresses ------------------
+
+class Server:
+    """`python -m importer serve SNAPSHOT --password-env VAR` on a free port of 127.0.0.1."""
+
+    def __init__(self, snapshot: Path, tmp: Path):
+        import os
+        import socket
+
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = s.getsockname()[1]
+        env = {**os.environ, VAR: PASSWORD, "AGENTBASE_CONFIG": str(tmp / "no-config.yml")}
+        env.pop("DATASETTE_SECRET", None)
+        self.proc = subprocess.Popen([sys.executable, "-m", "importer", "serve", str(snapshot), "--password-env",
+                                      VAR, "--port", str(self.port)], cwd=REPO, env=env,
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        deadline = time.time() + 30
+        while True:
+            try:
+                if self.request("GET", "/-/agentbase/login")[0] == 200:
+                    break
+            except OSError:
+                if self.proc.poll() is not None or time.time() > deadline:
+                    self.stop()
+                    raise RuntimeError("agentbase serve did not start: " + self.proc.stderr.read()[-500:])
+                time.sleep(0.1)
+
+    def request(self, method: str, path: str, source: str = "127.0.0.1", body: dict | None = None,
+                cookies: dict | None = None, sent=None, timeout: float = 10):
+        """(status, headers, text, seconds): one request on a new connection from `source`."""
+        import http.client
+        from urllib.parse import urlencode
+
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout, source_address=(source, 0))
+        try:
+            conn.connect()
+            headers = {"Content-Type": "application/x-www-form-urlencoded"} if body is not None else {}
+            if cookies:
+                headers["Cookie"] = "; ".join(f"{k}={v}" for k, v in cookies.items())
+            started = time.perf_counter()
+            conn.request(method, path, body=urlencode(body) if body is not None else None, headers=headers)
+            if sent is not None:
+                sent.set()
+            response = conn.getresponse()
+            text = response.read().decode("utf-8", "replace")
+            return response.status, response.headers, text, time.perf_counter() - started
+        finally:
+            conn.close()
+
+    def login(self, source: str, password: str = PASSWORD, **kw):
+        return self.request("POST", "/-/agentbase/login", source, {"password": password}, **kw)
+
+    def stop(self):
+        self.proc.terminate()
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+
+def _cookie(headers, name: str) -> str | None:
+    from http.cookies import SimpleCookie
+
+    for value in headers.get_all("set-cookie") or []:
+        jar = SimpleCookie()
+        jar.load(value)
+        if name in jar:
+            return jar[name].value
+    return None
+
+
+@pytest.fixture(scope="module")
+def server(snapshot, tmp_path_factory):
+    import socket
+
+    try:
+        with socket.create_connection(("127.0.0.1", 9), timeout=1, source_address=("127.0.0.2", 0)):
+            pass
+    except ConnectionRefusedError:
+        pass  # 127.0.0.2 is usable as a source (nothing listens on port 9)
+    except OSError as exc:
+        pytest.skip(f"no second loopback address here: {exc}")
+    s = Server(snapshot, tmp_path_factory.mktemp("server"))
+    yield s
+    s.stop()
+
+
+def test_logging_out_over_http_ends_the_session(server):
+    status, headers, _, _ = server.login("127.0.0.5")
+    captured = {"ds_actor": _cookie(headers, "ds_actor")}
+    assert status == 302 and server.request("GET", "/snapshot.json", cookies=captured)[0] == 200
+    status, headers, text, _ = server.request("GET", "/-/logout", cookies=captured)
+    token = _cookie(headers, "ds_csrftoken")
+    status, headers, _, _ = server.request("POST", "/-/logout", body={"csrftoken": _csrf(text)},
+                                           cookies={**captured, "ds_csrftoken": token})
+    assert status == 302 and _cookie(headers, "ds_actor") == ""
+    assert server.request("GET", "/snapshot", cookies=captured)[0] == 302  # HTML: back to the login page
+    assert server.request("GET", "/snapshot.json", cookies=captured)[0] == 403  # JSON: refused
+
+
 def test_missing_password_stops_the_server(snapshot, monkeypatch):
     from datasette.app import Datasette
     from datasette_agentbase.access import AccessConfigError
