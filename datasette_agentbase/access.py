@@ -9,11 +9,13 @@ Configured through the plugin's Datasette metadata (``agentbase serve
 
 Only the variable's *name* is in the metadata: Datasette resolves ``$env`` from
 the environment, and ``/-/metadata`` shows ``{"$env": ...}``, never the value.
-At start-up the password becomes a SHA-256 digest held in memory; it is never
-printed, logged, put in a URL or written to disk.
+At start-up the password becomes a PBKDF2-HMAC-SHA256 hash (``PBKDF2_ITERATIONS``
+rounds, a random salt made at each start) held in memory; the password itself
+is never printed, logged, put in a URL or written to disk.
 
-- ``/-/agentbase/login`` (a form, POST with Datasette's CSRF token) compares
-  the SHA-256 of what was typed with that digest (``hmac.compare_digest``).
+- ``/-/agentbase/login`` (a form, POST with Datasette's CSRF token) hashes what
+  was typed the same way, in a thread of its own (``HASH_THREADS`` of them), so
+  the other pages keep answering, and compares it with ``hmac.compare_digest``.
   The right one opens a session: a random id, kept in memory (at most
   ``MAX_SESSIONS``, each for ``LOGIN_DAYS``), that the actor of Datasette's own
   signed ``ds_actor`` cookie carries (HttpOnly, SameSite=Lax, Secure over
@@ -35,11 +37,13 @@ printed, logged, put in a URL or written to disk.
 from __future__ import annotations
 
 import asyncio
+import base64
 import hashlib
 import hmac
 import secrets
 import time
 from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
 from urllib.parse import urlencode
 
 from datasette.utils import baseconv
@@ -50,12 +54,29 @@ ACTOR_ID = "agentbase"
 ACTOR_SESSION = "agentbase_session"
 LOGIN_DAYS = 7
 MIN_PASSWORD_LENGTH = 8
+PBKDF2_ITERATIONS = 600_000  # OWASP's figure for PBKDF2-HMAC-SHA256; about 0.1 s a check
+SALT_BYTES = 16
+HASH_THREADS = 2  # password checks at once, whatever the number of guesses
 MAX_SESSIONS = 1000  # live logins; one more logs the oldest out
 FAILED_LOGIN_DELAY = 1.0  # seconds, under one lock: at most one wrong guess per second
 
 
 class AccessConfigError(Exception):
     """The plugin asks for a password that is not there."""
+
+
+def _pbkdf2(password: str, salt: bytes, iterations: int) -> bytes:
+    return hashlib.pbkdf2_hmac("sha256", password.encode("utf-8", "surrogatepass"), salt, iterations)
+
+
+_pool: ThreadPoolExecutor | None = None
+
+
+def _hash_pool() -> ThreadPoolExecutor:
+    global _pool
+    if _pool is None:
+        _pool = ThreadPoolExecutor(max_workers=HASH_THREADS, thread_name_prefix="agentbase-login")
+    return _pool
 
 
 class Sessions:
@@ -93,15 +114,27 @@ class Sessions:
 
 
 class Gate:
-    """The password (as a SHA-256 digest) and the live sessions."""
+    """The password (as a salted PBKDF2 hash) and the live sessions."""
 
-    def __init__(self, password: str):
-        self._digest = hashlib.sha256(password.encode("utf-8", "surrogatepass")).digest()
+    def __init__(self, password: str, iterations: int = PBKDF2_ITERATIONS):
+        self._iterations = iterations
+        self._salt = secrets.token_bytes(SALT_BYTES)
+        self._hash = _pbkdf2(password, self._salt, iterations)
         self.sessions = Sessions()
 
-    def check(self, password: str) -> bool:
-        given = hashlib.sha256(password.encode("utf-8", "surrogatepass")).digest()
-        return hmac.compare_digest(given, self._digest)
+    @property
+    def password_hash(self) -> str:
+        """``pbkdf2_sha256$<iterations>$<salt>$<hash>`` (base64): what is kept of the password."""
+        b64 = base64.b64encode
+        return f"pbkdf2_sha256${self._iterations}${b64(self._salt).decode()}${b64(self._hash).decode()}"
+
+    def matches(self, password: str) -> bool:
+        """Slow on purpose (``PBKDF2_ITERATIONS``): call it through ``check`` in a coroutine."""
+        return hmac.compare_digest(_pbkdf2(password, self._salt, self._iterations), self._hash)
+
+    async def check(self, password: str) -> bool:
+        """``matches`` in a login thread: the event loop serves other requests meanwhile."""
+        return await asyncio.get_running_loop().run_in_executor(_hash_pool(), self.matches, password)
 
     def log_in(self) -> dict:
         """A new session; the actor that carries it."""
@@ -242,7 +275,7 @@ async def login_view(datasette, request):
         form = await request.post_vars()
         target = safe_next(datasette, form.get("next") or request.args.get("next"))
         async with _login_lock():
-            if g.check(form.get("password") or ""):
+            if await g.check(form.get("password") or ""):
                 g.log_out(request.actor)  # logging in again replaces the session
                 response = Response.redirect(target)
                 response.set_cookie("ds_actor", actor_cookie(datasette, g.log_in()), max_age=LOGIN_DAYS * 86400,

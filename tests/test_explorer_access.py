@@ -180,7 +180,79 @@ def test_a_restart_logs_everyone_out(snapshot, monkeypatch):
     assert site.get("/snapshot").status_code == 200 and restarted.get("/snapshot").status_code == 302
 
 
-# -- the door: logging out ------------------------------------------------------------------------------
+# -- the door: the password's hash, logging out ---------------------------------------------------------
+
+def _values(obj, depth=3):
+    """Every value an object holds, through its attributes, containers and their attributes."""
+    if isinstance(obj, (bytes, str, int, float, bool)) or obj is None:
+        yield obj
+        return
+    if depth == 0:
+        return
+    items = (obj.items() if isinstance(obj, dict) else enumerate(obj) if isinstance(obj, (list, tuple, set))
+             else vars(obj).items() if hasattr(obj, "__dict__") else ())
+    for key, value in items:
+        yield key
+        yield from _values(value, depth - 1)
+
+
+def test_the_password_is_kept_as_a_salted_slow_hash(snapshot, monkeypatch, locked):
+    import base64
+    import hashlib
+
+    from datasette_agentbase.access import gate
+
+    encoded = gate(locked.ds).password_hash
+    algorithm, iterations, salt, digest = encoded.split("$")
+    salt, digest = base64.b64decode(salt), base64.b64decode(digest)
+    assert algorithm == "pbkdf2_sha256" and int(iterations) >= 480_000 and len(salt) >= 16
+    assert hashlib.pbkdf2_hmac("sha256", PASSWORD.encode(), salt, int(iterations)) == digest
+    # a salt made at each start: the same password never gives the same hash twice
+    again = LockedSite(snapshot, monkeypatch)
+    assert gate(again.ds).password_hash.split("$")[2:] != encoded.split("$")[2:]
+    # nothing the gate holds is the password or a plain digest of it
+    plain = PASSWORD.encode()
+    unsalted = {hashlib.sha256(plain).digest(), hashlib.sha256(plain).hexdigest()}
+    locked.login()
+    for value in _values(gate(locked.ds)):
+        assert value not in unsalted and value != PASSWORD and value != plain
+    assert locked.get("/snapshot").status_code == 200  # and the login still works
+
+
+def test_checking_a_password_does_not_hold_up_other_requests(locked):
+    # the slow hash runs in a thread: the event loop goes on (a page is served) while it is checked
+    async def scenario():
+        ticks = []
+        done = asyncio.Event()
+
+        async def tick():
+            while not done.is_set():
+                ticks.append(time.perf_counter())
+                await asyncio.sleep(0.002)
+
+        async def log_in():
+            started = time.perf_counter()
+            r = await locked.ds.client.post("/-/agentbase/login", data={"password": PASSWORD})
+            ticks.append(time.perf_counter())
+            done.set()
+            return r, started, ticks[-1]
+
+        async def page():
+            await asyncio.sleep(0.01)
+            r = await locked.ds.client.get("/-/agentbase/agentbase.css")
+            return r, time.perf_counter()
+
+        ticker = asyncio.create_task(tick())
+        (login, started, finished), (css, css_done) = await asyncio.gather(log_in(), page())
+        await ticker
+        ticks.sort()
+        return login, finished - started, css, css_done < finished, max(b - a for a, b in zip(ticks, ticks[1:]))
+
+    login, took, css, css_first, longest_gap = asyncio.run(scenario())
+    assert login.status_code == 302 and "ds_actor" in login.cookies and css.status_code == 200
+    assert took >= 0.03  # the check is slow (PBKDF2)...
+    assert longest_gap < took / 2 and css_first  # ... but the loop went on meanwhile: the page came first
+
 
 def _csrf(page_text: str) -> str:
     return re.search(r'name="csrftoken" value="([^"]+)"', page_text).group(1)
