@@ -24,7 +24,16 @@ is never printed, logged, put in a URL or written to disk.
 - ``/-/logout`` (this plugin's route in place of Datasette's, which only clears
   the cookie; the menu's "Log out" posts to it) closes the session, so a copy of
   the cookie taken before is refused afterwards.
-- A wrong password waits a second under a lock, so guesses are one a second.
+- Failed logins are throttled per client address (``request.scope["client"]``;
+  an IPv6 address by its /64; behind a proxy, the proxy's address, unless
+  uvicorn takes the client's from X-Forwarded-For, which it does on connections
+  from its FORWARDED_ALLOW_IPS, 127.0.0.1 and ::1): a wrong password is answered
+  after ``FAILED_LOGIN_DELAY``, and that address's next check waits 1, 2, 4 ...
+  up to ``MAX_FAILED_DELAY`` seconds after each wrong one in a row (one check
+  at a time per address; meanwhile its logins get a 429 without a check).
+  Nothing global is held while waiting, so guesses from one address do not
+  delay a login from another. At most ``MAX_ADDRESSES`` addresses are kept
+  (the least recently seen go first).
 - ``permission_allowed`` denies every action (view-instance, database, table,
   query, execute-sql, download, ...) to anyone without a live session; the
   conversation view and the dashboard check the same permissions.
@@ -40,10 +49,13 @@ import asyncio
 import base64
 import hashlib
 import hmac
+import ipaddress
+import math
 import secrets
 import time
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from urllib.parse import urlencode
 
 from datasette.utils import baseconv
@@ -58,7 +70,10 @@ PBKDF2_ITERATIONS = 600_000  # OWASP's figure for PBKDF2-HMAC-SHA256; about 0.1 
 SALT_BYTES = 16
 HASH_THREADS = 2  # password checks at once, whatever the number of guesses
 MAX_SESSIONS = 1000  # live logins; one more logs the oldest out
-FAILED_LOGIN_DELAY = 1.0  # seconds, under one lock: at most one wrong guess per second
+FAILED_LOGIN_DELAY = 1.0  # seconds before a wrong password's answer, and before its address's next check
+MAX_FAILED_DELAY = 60.0  # the most an address waits between checks (it doubles with each wrong one)
+FORGET_FAILURES = 15 * 60  # an address whose wait ended this long ago starts afresh
+MAX_ADDRESSES = 10_000
 
 
 class AccessConfigError(Exception):
@@ -113,14 +128,66 @@ class Sessions:
         return len(self._live)
 
 
+@dataclass(slots=True)
+class _Tries:
+    failures: int = 0  # wrong passwords in a row
+    until: float = 0.0  # time.monotonic() before which this address gets no check
+    checking: bool = False
+
+
+class Throttle:
+    """Failed logins per client address, for at most ``size`` addresses (least recently seen go)."""
+
+    def __init__(self, size: int = MAX_ADDRESSES):
+        self.size = size
+        self._tries: OrderedDict[str, _Tries] = OrderedDict()
+
+    def wait(self, address: str) -> float:
+        """Seconds before a password from ``address`` may be checked; 0: now."""
+        tries = self._tries.get(address)
+        if tries is None:
+            return 0.0
+        left = tries.until - time.monotonic()
+        if tries.checking:
+            left = max(left, FAILED_LOGIN_DELAY)
+        return max(left, 0.0)
+
+    def start(self, address: str) -> _Tries:
+        now = time.monotonic()
+        tries = self._tries.get(address)
+        if tries is None:
+            while len(self._tries) >= self.size:
+                self._tries.popitem(last=False)
+            tries = self._tries[address] = _Tries()
+        elif now - tries.until > FORGET_FAILURES:
+            tries.failures = 0
+        self._tries.move_to_end(address)
+        tries.checking = True
+        return tries
+
+    def finish(self, address: str, tries: _Tries, right: bool) -> None:
+        tries.checking = False
+        if right:
+            if self._tries.get(address) is tries:
+                del self._tries[address]
+            return
+        tries.failures += 1
+        delay = FAILED_LOGIN_DELAY * 2 ** min(tries.failures - 1, 16)
+        tries.until = time.monotonic() + min(delay, MAX_FAILED_DELAY)
+
+    def __len__(self) -> int:
+        return len(self._tries)
+
+
 class Gate:
-    """The password (as a salted PBKDF2 hash) and the live sessions."""
+    """The password (as a salted PBKDF2 hash), the live sessions and the failed-login throttle."""
 
     def __init__(self, password: str, iterations: int = PBKDF2_ITERATIONS):
         self._iterations = iterations
         self._salt = secrets.token_bytes(SALT_BYTES)
         self._hash = _pbkdf2(password, self._salt, iterations)
         self.sessions = Sessions()
+        self.throttle = Throttle()
 
     @property
     def password_hash(self) -> str:
@@ -248,15 +315,19 @@ def forbidden(datasette, request, message):
     return Response.redirect(login_path(datasette, request.full_path))
 
 
-_lock: dict[int, asyncio.Lock] = {}
-
-
-def _login_lock() -> asyncio.Lock:
-    loop = asyncio.get_running_loop()
-    lock = _lock.get(id(loop))
-    if lock is None:
-        lock = _lock[id(loop)] = asyncio.Lock()
-    return lock
+def client_address(request) -> str:
+    """What failed logins are counted by: the client's address (an IPv6 one by its /64)."""
+    client = request.scope.get("client")
+    host = str(client[0]) if client else ""
+    try:
+        ip = ipaddress.ip_address(host)
+    except ValueError:
+        return host
+    if ip.version == 6:
+        if ip.ipv4_mapped:
+            return str(ip.ipv4_mapped)
+        return str(ipaddress.ip_network(f"{ip}/64", strict=False))
+    return str(ip)
 
 
 def actor_cookie(datasette, actor: dict) -> str:
@@ -271,26 +342,40 @@ async def login_view(datasette, request):
         return Response.redirect(target)
     error = None
     status = 200
+    headers = {}
     if request.method == "POST":
         form = await request.post_vars()
         target = safe_next(datasette, form.get("next") or request.args.get("next"))
-        async with _login_lock():
-            if await g.check(form.get("password") or ""):
+        address = client_address(request)
+        wait = g.throttle.wait(address)
+        if wait > 0:  # no check: this address's last one was wrong, or one is under way
+            seconds = math.ceil(wait)
+            error = f"Too many login attempts from your address: try again in {seconds} s."
+            status = 429
+            headers["Retry-After"] = str(seconds)
+        else:
+            tries = g.throttle.start(address)
+            right = False
+            try:
+                right = await g.check(form.get("password") or "")
+            finally:
+                g.throttle.finish(address, tries, right)
+            if right:
                 g.log_out(request.actor)  # logging in again replaces the session
                 response = Response.redirect(target)
                 response.set_cookie("ds_actor", actor_cookie(datasette, g.log_in()), max_age=LOGIN_DAYS * 86400,
                                     httponly=True, samesite="lax", secure=request.scheme == "https")
                 return response
-            await asyncio.sleep(FAILED_LOGIN_DELAY)
-        error = "Wrong password."
-        status = 403
+            await asyncio.sleep(FAILED_LOGIN_DELAY)  # holds nothing: other logins go on
+            error = "Wrong password."
+            status = 403
     elif g.admits(request.actor):
         return Response.redirect(target)
     html = await datasette.render_template(
         "agentbase_login.html",
         {"error": error, "next": target, "action": str(datasette.urls.path("-/agentbase/login"))},
         request=request)
-    return Response.html(html, status=status)
+    return Response.html(html, status=status, headers=headers)
 
 
 async def logout_view(datasette, request):

@@ -180,7 +180,7 @@ def test_a_restart_logs_everyone_out(snapshot, monkeypatch):
     assert site.get("/snapshot").status_code == 200 and restarted.get("/snapshot").status_code == 302
 
 
-# -- the door: the password's hash, logging out ---------------------------------------------------------
+# -- the door: the password's hash, logging out, failed logins ------------------------------------------
 
 def _values(obj, depth=3):
     """Every value an object holds, through its attributes, containers and their attributes."""
@@ -299,6 +299,44 @@ def test_no_password_keeps_datasettes_own_logout(snapshot):
     assert r.status_code == 302 and "ds_actor" in r.headers["set-cookie"]
 
 
+def test_failed_logins_count_per_address_and_ipv6_per_64(locked):
+    # one address's wrong guess holds back that address (and its /64), not another one
+    import httpx
+
+    async def post(host: str, password: str = "wrong password"):
+        transport = httpx.ASGITransport(app=locked.ds.app(), client=(host, 50000))
+        async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
+            started = time.perf_counter()
+            r = await client.post("/-/agentbase/login", data={"password": password})
+            return r.status_code, time.perf_counter() - started, r.headers.get("retry-after")
+
+    async def later(*args):
+        await asyncio.sleep(0.3)  # while the first guess is answered (its second)
+        return await post(*args)
+
+    async def scenario():
+        return await asyncio.gather(post("2001:db8::1"), later("2001:db8::ffff", PASSWORD),
+                                    later("2001:db8:0:1::1"), later("::ffff:192.0.2.1"))
+
+    first, same_64, other_64, v4 = asyncio.run(scenario())
+    assert first[0] == 403 and first[1] >= 0.9
+    assert same_64[0] == 429 and same_64[1] < 0.5 and int(same_64[2]) >= 1  # even the right password: wait
+    assert other_64[0] == 403 and v4[0] == 403
+
+
+def test_the_table_of_addresses_is_bounded():
+    from datasette_agentbase.access import Throttle
+
+    throttle = Throttle(size=100)
+    for i in range(1000):  # a flood from many addresses: the least recently seen are dropped
+        address = f"10.0.{i // 256}.{i % 256}"
+        throttle.finish(address, throttle.start(address), right=False)
+        assert throttle.wait(address) > 0.5
+    assert len(throttle) == 100
+    throttle.finish("10.9.9.9", throttle.start("10.9.9.9"), right=True)  # the right password: forgotten
+    assert len(throttle) == 99 and throttle.wait("10.9.9.9") == 0
+
+
 def test_the_table_of_sessions_is_bounded():
     from datasette_agentbase.access import Sessions
 
@@ -395,6 +433,41 @@ def server(snapshot, tmp_path_factory):
     s = Server(snapshot, tmp_path_factory.mktemp("server"))
     yield s
     s.stop()
+
+
+def test_a_flood_of_wrong_guesses_does_not_keep_the_right_user_out(server):
+    import threading
+    from collections import Counter
+
+    answers = []
+    sent = [threading.Event() for _ in range(15)]
+
+    def guess(event):
+        status, _, _, seconds = server.login("127.0.0.2", "wrong password", sent=event)
+        answers.append(status)
+
+    threads = [threading.Thread(target=guess, args=(e,)) for e in sent]
+    for t in threads:
+        t.start()
+    for e in sent:
+        e.wait(10)
+    time.sleep(0.1)
+    status, headers, _, seconds = server.login("127.0.0.3", timeout=5)  # the right user, from elsewhere
+    flooded = server.login("127.0.0.2", PASSWORD)  # meanwhile the flooding address waits, password or not
+    for t in threads:
+        t.join(10)
+    assert status == 302 and _cookie(headers, "ds_actor") and seconds < 1.0, (status, seconds)
+    assert flooded[0] == 429 and "try again in" in flooded[2] and int(flooded[1]["retry-after"]) >= 1
+    # the flood itself got one check: the others were turned away at once
+    assert Counter(answers)[403] == 1 and Counter(answers)[429] == 14, Counter(answers)
+
+
+def test_wrong_guesses_from_one_address_back_off(server):
+    first = server.login("127.0.0.4", "wrong password")
+    second = server.login("127.0.0.4", "wrong password 2")
+    third = server.login("127.0.0.4", "wrong password 3")
+    assert first[0] == 403 and first[3] >= 0.9 and second[0] == 403  # one a second
+    assert third[0] == 429 and int(third[1]["retry-after"]) >= 1  # then 2 s, 4 s, ...
 
 
 def test_logging_out_over_http_ends_the_session(server):
