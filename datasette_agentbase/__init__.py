@@ -17,8 +17,8 @@ in Datasette 1.0, with the same arguments):
   columns of the canned queries (conversation, session, message, tool_call)
   are left to datasette-json-html.
 - ``register_routes``: the conversation view ``/-/agentbase/session/<id>``,
-  the dashboard ``/-/agentbase``, the login page ``/-/agentbase/login`` and
-  the stylesheet.
+  the dashboard ``/-/agentbase``, the login page ``/-/agentbase/login``, the
+  stylesheet and, with a password, ``/-/logout`` (see access.py).
 - ``permission_allowed`` and ``forbidden``: with a password configured,
   everything is behind the login (see access.py).
 - ``prepare_jinja2_environment``: ``agentbase_next_href(rows, columns)`` for
@@ -367,13 +367,18 @@ async def css_view(datasette, request):
 
 
 @hookimpl
-def register_routes():
-    return [
+def register_routes(datasette):
+    routes = [
         (r"^/-/agentbase/session/(?P<id>\d+)$", session_view),
         (r"^/-/agentbase/?$", dashboard_view),
         (r"^/-/agentbase/login$", access.login_view),
         (r"^/-/agentbase/agentbase\.css$", css_view),
     ]
+    if access.configured(datasette):
+        # plugin routes come before Datasette's own: its /-/logout only clears the cookie, this one also
+        # closes the session on the server
+        routes.append((r"^/-/logout$", access.logout_view))
+    return routes
 
 
 # -- access ------------------------------------------------------------------------------------

@@ -9,18 +9,33 @@ Configured through the plugin's Datasette metadata (``agentbase serve
 
 Only the variable's *name* is in the metadata: Datasette resolves ``$env`` from
 the environment, and ``/-/metadata`` shows ``{"$env": ...}``, never the value.
-At start-up the password becomes a SHA-256 digest held in memory; it is never
-printed, logged, put in a URL or written to disk.
+At start-up the password becomes a PBKDF2-HMAC-SHA256 hash (``PBKDF2_ITERATIONS``
+rounds, a random salt made at each start) held in memory; the password itself
+is never printed, logged, put in a URL or written to disk.
 
-- ``/-/agentbase/login`` (a form, POST with Datasette's CSRF token) compares
-  the SHA-256 of what was typed with that digest (``hmac.compare_digest``);
-  a wrong password waits a second under a lock, so guesses are one a second.
-  The right one sets Datasette's own signed ``ds_actor`` cookie (HttpOnly,
-  SameSite=Lax, Secure over https; expires after ``LOGIN_DAYS``), whose actor
-  carries a key derived from the password and Datasette's secret: changing the
-  password logs everyone out, as does a restart without ``DATASETTE_SECRET``.
+- ``/-/agentbase/login`` (a form, POST with Datasette's CSRF token) hashes what
+  was typed the same way, in a thread of its own (``HASH_THREADS`` of them), so
+  the other pages keep answering, and compares it with ``hmac.compare_digest``.
+  The right one opens a session: a random id, kept in memory (at most
+  ``MAX_SESSIONS``, each for ``LOGIN_DAYS``), that the actor of Datasette's own
+  signed ``ds_actor`` cookie carries (HttpOnly, SameSite=Lax, Secure over
+  https). An actor whose session this server did not open, or has closed, is
+  refused: a restart or a new password logs everyone out.
+- ``/-/logout`` (this plugin's route in place of Datasette's, which only clears
+  the cookie; the menu's "Log out" posts to it) closes the session, so a copy of
+  the cookie taken before is refused afterwards.
+- Failed logins are throttled per client address (``request.scope["client"]``;
+  an IPv6 address by its /64; behind a proxy, the proxy's address, unless
+  uvicorn takes the client's from X-Forwarded-For, which it does on connections
+  from its FORWARDED_ALLOW_IPS, 127.0.0.1 and ::1): a wrong password is answered
+  after ``FAILED_LOGIN_DELAY``, and that address's next check waits 1, 2, 4 ...
+  up to ``MAX_FAILED_DELAY`` seconds after each wrong one in a row (one check
+  at a time per address; meanwhile its logins get a 429 without a check).
+  Nothing global is held while waiting, so guesses from one address do not
+  delay a login from another. At most ``MAX_ADDRESSES`` addresses are kept
+  (the least recently seen go first).
 - ``permission_allowed`` denies every action (view-instance, database, table,
-  query, execute-sql, download, ...) to anyone without that actor; the
+  query, execute-sql, download, ...) to anyone without a live session; the
   conversation view and the dashboard check the same permissions.
 - ``forbidden`` sends an anonymous visitor of an HTML page to the login page
   (``?next=`` the page); JSON and CSV get a 403 JSON error.
@@ -31,9 +46,15 @@ printed, logged, put in a URL or written to disk.
 from __future__ import annotations
 
 import asyncio
+import base64
 import hashlib
 import hmac
+import ipaddress
+import math
+import secrets
 import time
+from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from urllib.parse import urlencode
 
@@ -42,31 +63,165 @@ from datasette.utils.asgi import Response
 
 PLUGIN = "datasette-agentbase"
 ACTOR_ID = "agentbase"
-ACTOR_KEY = "agentbase_key"
+ACTOR_SESSION = "agentbase_session"
 LOGIN_DAYS = 7
-FAILED_LOGIN_DELAY = 1.0  # seconds, under one lock: at most one wrong guess per second
 MIN_PASSWORD_LENGTH = 8
+PBKDF2_ITERATIONS = 600_000  # OWASP's figure for PBKDF2-HMAC-SHA256; about 0.1 s a check
+SALT_BYTES = 16
+HASH_THREADS = 2  # password checks at once, whatever the number of guesses
+MAX_SESSIONS = 1000  # live logins; one more logs the oldest out
+FAILED_LOGIN_DELAY = 1.0  # seconds before a wrong password's answer, and before its address's next check
+MAX_FAILED_DELAY = 60.0  # the most an address waits between checks (it doubles with each wrong one)
+FORGET_FAILURES = 15 * 60  # an address whose wait ended this long ago starts afresh
+MAX_ADDRESSES = 10_000
 
 
 class AccessConfigError(Exception):
     """The plugin asks for a password that is not there."""
 
 
-@dataclass(frozen=True)
+def _pbkdf2(password: str, salt: bytes, iterations: int) -> bytes:
+    return hashlib.pbkdf2_hmac("sha256", password.encode("utf-8", "surrogatepass"), salt, iterations)
+
+
+_pool: ThreadPoolExecutor | None = None
+
+
+def _hash_pool() -> ThreadPoolExecutor:
+    global _pool
+    if _pool is None:
+        _pool = ThreadPoolExecutor(max_workers=HASH_THREADS, thread_name_prefix="agentbase-login")
+    return _pool
+
+
+class Sessions:
+    """The logins this server opened and has not closed, in memory: an id is live until it expires,
+    is logged out, or is the oldest of more than ``size``."""
+
+    def __init__(self, size: int = MAX_SESSIONS):
+        self.size = size
+        self._key = secrets.token_bytes(32)  # this run's: the table holds HMAC(key, id), not the ids
+        self._live: OrderedDict[bytes, float] = OrderedDict()  # -> expiry (time.time()), oldest first
+
+    def _slot(self, session_id: str) -> bytes:
+        return hmac.new(self._key, session_id.encode("utf-8", "surrogatepass"), hashlib.sha256).digest()
+
+    def open(self) -> str:
+        now = time.time()
+        while self._live and (len(self._live) >= self.size or next(iter(self._live.values())) <= now):
+            self._live.popitem(last=False)
+        session_id = secrets.token_urlsafe(32)
+        self._live[self._slot(session_id)] = now + LOGIN_DAYS * 86400
+        return session_id
+
+    def is_live(self, session_id) -> bool:
+        if not isinstance(session_id, str) or not 0 < len(session_id) <= 200:
+            return False
+        expires = self._live.get(self._slot(session_id))
+        return expires is not None and time.time() < expires
+
+    def close(self, session_id) -> None:
+        if isinstance(session_id, str) and 0 < len(session_id) <= 200:
+            self._live.pop(self._slot(session_id), None)
+
+    def __len__(self) -> int:
+        return len(self._live)
+
+
+@dataclass(slots=True)
+class _Tries:
+    failures: int = 0  # wrong passwords in a row
+    until: float = 0.0  # time.monotonic() before which this address gets no check
+    checking: bool = False
+
+
+class Throttle:
+    """Failed logins per client address, for at most ``size`` addresses (least recently seen go)."""
+
+    def __init__(self, size: int = MAX_ADDRESSES):
+        self.size = size
+        self._tries: OrderedDict[str, _Tries] = OrderedDict()
+
+    def wait(self, address: str) -> float:
+        """Seconds before a password from ``address`` may be checked; 0: now."""
+        tries = self._tries.get(address)
+        if tries is None:
+            return 0.0
+        left = tries.until - time.monotonic()
+        if tries.checking:
+            left = max(left, FAILED_LOGIN_DELAY)
+        return max(left, 0.0)
+
+    def start(self, address: str) -> _Tries:
+        now = time.monotonic()
+        tries = self._tries.get(address)
+        if tries is None:
+            while len(self._tries) >= self.size:
+                self._tries.popitem(last=False)
+            tries = self._tries[address] = _Tries()
+        elif now - tries.until > FORGET_FAILURES:
+            tries.failures = 0
+        self._tries.move_to_end(address)
+        tries.checking = True
+        return tries
+
+    def finish(self, address: str, tries: _Tries, right: bool) -> None:
+        tries.checking = False
+        if right:
+            if self._tries.get(address) is tries:
+                del self._tries[address]
+            return
+        tries.failures += 1
+        delay = FAILED_LOGIN_DELAY * 2 ** min(tries.failures - 1, 16)
+        tries.until = time.monotonic() + min(delay, MAX_FAILED_DELAY)
+
+    def __len__(self) -> int:
+        return len(self._tries)
+
+
 class Gate:
-    digest: bytes  # SHA-256 of the password
-    key: str  # what a logged-in actor carries: HMAC(Datasette's secret, digest)
+    """The password (as a salted PBKDF2 hash), the live sessions and the failed-login throttle."""
+
+    def __init__(self, password: str, iterations: int = PBKDF2_ITERATIONS):
+        self._iterations = iterations
+        self._salt = secrets.token_bytes(SALT_BYTES)
+        self._hash = _pbkdf2(password, self._salt, iterations)
+        self.sessions = Sessions()
+        self.throttle = Throttle()
+
+    @property
+    def password_hash(self) -> str:
+        """``pbkdf2_sha256$<iterations>$<salt>$<hash>`` (base64): what is kept of the password."""
+        b64 = base64.b64encode
+        return f"pbkdf2_sha256${self._iterations}${b64(self._salt).decode()}${b64(self._hash).decode()}"
+
+    def matches(self, password: str) -> bool:
+        """Slow on purpose (``PBKDF2_ITERATIONS``): call it through ``check`` in a coroutine."""
+        return hmac.compare_digest(_pbkdf2(password, self._salt, self._iterations), self._hash)
+
+    async def check(self, password: str) -> bool:
+        """``matches`` in a login thread: the event loop serves other requests meanwhile."""
+        return await asyncio.get_running_loop().run_in_executor(_hash_pool(), self.matches, password)
+
+    def log_in(self) -> dict:
+        """A new session; the actor that carries it."""
+        return {"id": ACTOR_ID, ACTOR_SESSION: self.sessions.open()}
+
+    def log_out(self, actor) -> None:
+        if isinstance(actor, dict) and actor.get("id") == ACTOR_ID:
+            self.sessions.close(actor.get(ACTOR_SESSION))
 
     def admits(self, actor) -> bool:
         return (isinstance(actor, dict) and actor.get("id") == ACTOR_ID
-                and isinstance(actor.get(ACTOR_KEY), str) and hmac.compare_digest(actor[ACTOR_KEY], self.key))
-
-    def check(self, password: str) -> bool:
-        given = hashlib.sha256(password.encode("utf-8", "surrogatepass")).digest()
-        return hmac.compare_digest(given, self.digest)
+                and self.sessions.is_live(actor.get(ACTOR_SESSION)))
 
 
 _OPEN = object()  # no password configured: access as Datasette decides
+
+
+def configured(datasette) -> bool:
+    """Whether the plugin's settings ask for a password (set or not)."""
+    return "password" in (datasette.plugin_config(PLUGIN) or {})
 
 
 def gate(datasette) -> Gate | None:
@@ -87,10 +242,7 @@ def _build(datasette):
         # the message names neither the value nor the variable (a value passed by mistake as its name)
         raise AccessConfigError("the explorer's password variable is not set or empty: the explorer does not "
                                 "start without its password")
-    digest = hashlib.sha256(password.encode("utf-8", "surrogatepass")).digest()
-    secret = getattr(datasette, "_secret", "") or ""
-    key = hmac.new(str(secret).encode(), b"agentbase-login\0" + digest, hashlib.sha256).hexdigest()
-    return Gate(digest=digest, key=key)
+    return Gate(password)
 
 
 def check_startup(datasette) -> None:
@@ -163,20 +315,24 @@ def forbidden(datasette, request, message):
     return Response.redirect(login_path(datasette, request.full_path))
 
 
-_lock: dict[int, asyncio.Lock] = {}
+def client_address(request) -> str:
+    """What failed logins are counted by: the client's address (an IPv6 one by its /64)."""
+    client = request.scope.get("client")
+    host = str(client[0]) if client else ""
+    try:
+        ip = ipaddress.ip_address(host)
+    except ValueError:
+        return host
+    if ip.version == 6:
+        if ip.ipv4_mapped:
+            return str(ip.ipv4_mapped)
+        return str(ipaddress.ip_network(f"{ip}/64", strict=False))
+    return str(ip)
 
 
-def _login_lock() -> asyncio.Lock:
-    loop = asyncio.get_running_loop()
-    lock = _lock.get(id(loop))
-    if lock is None:
-        lock = _lock[id(loop)] = asyncio.Lock()
-    return lock
-
-
-def actor_cookie(datasette, g: Gate) -> str:
+def actor_cookie(datasette, actor: dict) -> str:
     expires = baseconv.base62.encode(int(time.time()) + LOGIN_DAYS * 86400)
-    return datasette.sign({"a": {"id": ACTOR_ID, ACTOR_KEY: g.key}, "e": expires}, "actor")
+    return datasette.sign({"a": actor, "e": expires}, "actor")
 
 
 async def login_view(datasette, request):
@@ -186,22 +342,58 @@ async def login_view(datasette, request):
         return Response.redirect(target)
     error = None
     status = 200
+    headers = {}
     if request.method == "POST":
         form = await request.post_vars()
         target = safe_next(datasette, form.get("next") or request.args.get("next"))
-        async with _login_lock():
-            if g.check(form.get("password") or ""):
+        address = client_address(request)
+        wait = g.throttle.wait(address)
+        if wait > 0:  # no check: this address's last one was wrong, or one is under way
+            seconds = math.ceil(wait)
+            error = f"Too many login attempts from your address: try again in {seconds} s."
+            status = 429
+            headers["Retry-After"] = str(seconds)
+        else:
+            tries = g.throttle.start(address)
+            right = False
+            try:
+                right = await g.check(form.get("password") or "")
+            finally:
+                g.throttle.finish(address, tries, right)
+            if right:
+                g.log_out(request.actor)  # logging in again replaces the session
                 response = Response.redirect(target)
-                response.set_cookie("ds_actor", actor_cookie(datasette, g), max_age=LOGIN_DAYS * 86400,
+                response.set_cookie("ds_actor", actor_cookie(datasette, g.log_in()), max_age=LOGIN_DAYS * 86400,
                                     httponly=True, samesite="lax", secure=request.scheme == "https")
                 return response
-            await asyncio.sleep(FAILED_LOGIN_DELAY)
-        error = "Wrong password."
-        status = 403
+            await asyncio.sleep(FAILED_LOGIN_DELAY)  # holds nothing: other logins go on
+            error = "Wrong password."
+            status = 403
     elif g.admits(request.actor):
         return Response.redirect(target)
     html = await datasette.render_template(
         "agentbase_login.html",
         {"error": error, "next": target, "action": str(datasette.urls.path("-/agentbase/login"))},
         request=request)
-    return Response.html(html, status=status)
+    return Response.html(html, status=status, headers=headers)
+
+
+async def logout_view(datasette, request):
+    """``/-/logout`` in place of Datasette's (registered only with a password): the same page and
+    answer, and the POST also closes the session, so the cookie is refused even if kept."""
+    instance = str(datasette.urls.instance())
+    if request.method == "POST":
+        try:
+            g = gate(datasette)
+        except AccessConfigError:
+            g = None
+        if g is not None:
+            g.log_out(request.actor)
+        response = Response.redirect(instance)
+        response.set_cookie("ds_actor", "", expires=0, max_age=0)
+        datasette.add_message(request, "You are now logged out", datasette.WARNING)
+        return response
+    if not request.actor:
+        return Response.redirect(instance)
+    html = await datasette.render_template("logout.html", {"actor": request.actor}, request=request)
+    return Response.html(html)

@@ -171,6 +171,318 @@ def test_forged_stale_and_foreign_cookies_are_refused(snapshot, monkeypatch, loc
     assert site.get("/snapshot").status_code == 302
 
 
+def test_a_restart_logs_everyone_out(snapshot, monkeypatch):
+    # logins live in the server's memory: the same secret and the same password do not bring them back
+    site = LockedSite(snapshot, monkeypatch, secret="s1")
+    site.login()
+    restarted = LockedSite(snapshot, monkeypatch, secret="s1")
+    restarted.cookies["ds_actor"] = site.cookies["ds_actor"]
+    assert site.get("/snapshot").status_code == 200 and restarted.get("/snapshot").status_code == 302
+
+
+# -- the door: the password's hash, logging out, failed logins ------------------------------------------
+
+def _values(obj, depth=3):
+    """Every value an object holds, through its attributes, containers and their attributes."""
+    if isinstance(obj, (bytes, str, int, float, bool)) or obj is None:
+        yield obj
+        return
+    if depth == 0:
+        return
+    items = (obj.items() if isinstance(obj, dict) else enumerate(obj) if isinstance(obj, (list, tuple, set))
+             else vars(obj).items() if hasattr(obj, "__dict__") else ())
+    for key, value in items:
+        yield key
+        yield from _values(value, depth - 1)
+
+
+def test_the_password_is_kept_as_a_salted_slow_hash(snapshot, monkeypatch, locked):
+    import base64
+    import hashlib
+
+    from datasette_agentbase.access import gate
+
+    encoded = gate(locked.ds).password_hash
+    algorithm, iterations, salt, digest = encoded.split("$")
+    salt, digest = base64.b64decode(salt), base64.b64decode(digest)
+    assert algorithm == "pbkdf2_sha256" and int(iterations) >= 480_000 and len(salt) >= 16
+    assert hashlib.pbkdf2_hmac("sha256", PASSWORD.encode(), salt, int(iterations)) == digest
+    # a salt made at each start: the same password never gives the same hash twice
+    again = LockedSite(snapshot, monkeypatch)
+    assert gate(again.ds).password_hash.split("$")[2:] != encoded.split("$")[2:]
+    # nothing the gate holds is the password or a plain digest of it
+    plain = PASSWORD.encode()
+    unsalted = {hashlib.sha256(plain).digest(), hashlib.sha256(plain).hexdigest()}
+    locked.login()
+    for value in _values(gate(locked.ds)):
+        assert value not in unsalted and value != PASSWORD and value != plain
+    assert locked.get("/snapshot").status_code == 200  # and the login still works
+
+
+def test_checking_a_password_does_not_hold_up_other_requests(locked):
+    # the slow hash runs in a thread: the event loop goes on (a page is served) while it is checked
+    async def scenario():
+        ticks = []
+        done = asyncio.Event()
+
+        async def tick():
+            while not done.is_set():
+                ticks.append(time.perf_counter())
+                await asyncio.sleep(0.002)
+
+        async def log_in():
+            started = time.perf_counter()
+            r = await locked.ds.client.post("/-/agentbase/login", data={"password": PASSWORD})
+            ticks.append(time.perf_counter())
+            done.set()
+            return r, started, ticks[-1]
+
+        async def page():
+            await asyncio.sleep(0.01)
+            r = await locked.ds.client.get("/-/agentbase/agentbase.css")
+            return r, time.perf_counter()
+
+        ticker = asyncio.create_task(tick())
+        (login, started, finished), (css, css_done) = await asyncio.gather(log_in(), page())
+        await ticker
+        ticks.sort()
+        return login, finished - started, css, css_done < finished, max(b - a for a, b in zip(ticks, ticks[1:]))
+
+    login, took, css, css_first, longest_gap = asyncio.run(scenario())
+    assert login.status_code == 302 and "ds_actor" in login.cookies and css.status_code == 200
+    assert took >= 0.03  # the check is slow (PBKDF2)...
+    assert longest_gap < took / 2 and css_first  # ... but the loop went on meanwhile: the page came first
+
+
+def _csrf(page_text: str) -> str:
+    return re.search(r'name="csrftoken" value="([^"]+)"', page_text).group(1)
+
+
+def test_logging_out_ends_the_session(locked):
+    locked.login()
+    captured = locked.cookies["ds_actor"]
+    assert locked.get("/snapshot").status_code == 200 and locked.get("/snapshot.json").status_code == 200
+    home = locked.get("/").text
+    assert '<form action="/-/logout" method="post">' in home  # the menu's "Log out" posts to /-/logout
+    page = locked.get("/-/logout")
+    assert page.status_code == 200 and "Log out" in page.text
+    cookies = {**locked.cookies, "ds_csrftoken": page.cookies["ds_csrftoken"]}
+    # a forged logout (wrong CSRF token) is refused and changes nothing
+    r = asyncio.run(locked.ds.client.post("/-/logout", data={"csrftoken": "x"}, cookies=cookies))
+    assert r.status_code == 403 and locked.get("/snapshot").status_code == 200
+    r = asyncio.run(locked.ds.client.post("/-/logout", data={"csrftoken": _csrf(page.text)}, cookies=cookies))
+    assert r.status_code == 302 and r.headers["location"] == "/"
+    assert 'ds_actor=""' in r.headers["set-cookie"] or "ds_actor=;" in r.headers["set-cookie"]
+    # the cookie captured before logging out is refused: on HTML, JSON and CSV pages alike
+    replay = {"ds_actor": captured}
+    assert asyncio.run(locked.ds.client.get("/snapshot", cookies=replay)).status_code == 302
+    assert asyncio.run(locked.ds.client.get("/snapshot/messages.json", cookies=replay)).status_code == 403
+    assert asyncio.run(locked.ds.client.get("/snapshot/messages.csv", cookies=replay)).status_code == 403
+    assert asyncio.run(locked.ds.client.get("/-/agentbase/session/1", cookies=replay)).status_code == 302
+    # logging in again opens a new session; the old cookie stays refused
+    locked.cookies.clear()
+    locked.login()
+    assert locked.cookies["ds_actor"] != captured and locked.get("/snapshot.json").status_code == 200
+    assert asyncio.run(locked.ds.client.get("/snapshot.json", cookies=replay)).status_code == 403
+
+
+def test_no_password_keeps_datasettes_own_logout(snapshot):
+    from datasette.app import Datasette
+    from datasette_agentbase.serve import load_metadata
+
+    ds = Datasette(immutables=[str(snapshot)], metadata=load_metadata(snapshot))
+    asyncio.run(ds.invoke_startup())
+    cookie = ds.sign({"a": {"id": "someone"}}, "actor")
+    page = asyncio.run(ds.client.get("/-/logout", cookies={"ds_actor": cookie}))
+    r = asyncio.run(ds.client.post("/-/logout", data={"csrftoken": _csrf(page.text)},
+                                   cookies={"ds_actor": cookie, "ds_csrftoken": page.cookies["ds_csrftoken"]}))
+    assert r.status_code == 302 and "ds_actor" in r.headers["set-cookie"]
+
+
+def test_failed_logins_count_per_address_and_ipv6_per_64(locked):
+    # one address's wrong guess holds back that address (and its /64), not another one
+    import httpx
+
+    async def post(host: str, password: str = "wrong password"):
+        transport = httpx.ASGITransport(app=locked.ds.app(), client=(host, 50000))
+        async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
+            started = time.perf_counter()
+            r = await client.post("/-/agentbase/login", data={"password": password})
+            return r.status_code, time.perf_counter() - started, r.headers.get("retry-after")
+
+    async def later(*args):
+        await asyncio.sleep(0.3)  # while the first guess is answered (its second)
+        return await post(*args)
+
+    async def scenario():
+        return await asyncio.gather(post("2001:db8::1"), later("2001:db8::ffff", PASSWORD),
+                                    later("2001:db8:0:1::1"), later("::ffff:192.0.2.1"))
+
+    first, same_64, other_64, v4 = asyncio.run(scenario())
+    assert first[0] == 403 and first[1] >= 0.9
+    assert same_64[0] == 429 and same_64[1] < 0.5 and int(same_64[2]) >= 1  # even the right password: wait
+    assert other_64[0] == 403 and v4[0] == 403
+
+
+def test_the_table_of_addresses_is_bounded():
+    from datasette_agentbase.access import Throttle
+
+    throttle = Throttle(size=100)
+    for i in range(1000):  # a flood from many addresses: the least recently seen are dropped
+        address = f"10.0.{i // 256}.{i % 256}"
+        throttle.finish(address, throttle.start(address), right=False)
+        assert throttle.wait(address) > 0.5
+    assert len(throttle) == 100
+    throttle.finish("10.9.9.9", throttle.start("10.9.9.9"), right=True)  # the right password: forgotten
+    assert len(throttle) == 99 and throttle.wait("10.9.9.9") == 0
+
+
+def test_the_table_of_sessions_is_bounded():
+    from datasette_agentbase.access import Sessions
+
+    sessions = Sessions(size=3)
+    opened = [sessions.open() for _ in range(5)]
+    assert len(sessions) == 3 and [sessions.is_live(s) for s in opened] == [False, False, True, True, True]
+    sessions.close(opened[-1])
+    assert not sessions.is_live(opened[-1]) and len(sessions) == 2
+
+
+# -- the door over real HTTP: `agentbase serve`, clients from several loopback addresses ------------------
+
+class Server:
+    """`python -m importer serve SNAPSHOT --password-env VAR` on a free port of 127.0.0.1."""
+
+    def __init__(self, snapshot: Path, tmp: Path):
+        import os
+        import socket
+
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = s.getsockname()[1]
+        env = {**os.environ, VAR: PASSWORD, "AGENTBASE_CONFIG": str(tmp / "no-config.yml")}
+        env.pop("DATASETTE_SECRET", None)
+        self.proc = subprocess.Popen([sys.executable, "-m", "importer", "serve", str(snapshot), "--password-env",
+                                      VAR, "--port", str(self.port)], cwd=REPO, env=env,
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        deadline = time.time() + 30
+        while True:
+            try:
+                if self.request("GET", "/-/agentbase/login")[0] == 200:
+                    break
+            except OSError:
+                if self.proc.poll() is not None or time.time() > deadline:
+                    self.stop()
+                    raise RuntimeError("agentbase serve did not start: " + self.proc.stderr.read()[-500:])
+                time.sleep(0.1)
+
+    def request(self, method: str, path: str, source: str = "127.0.0.1", body: dict | None = None,
+                cookies: dict | None = None, sent=None, timeout: float = 10):
+        """(status, headers, text, seconds): one request on a new connection from `source`."""
+        import http.client
+        from urllib.parse import urlencode
+
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout, source_address=(source, 0))
+        try:
+            conn.connect()
+            headers = {"Content-Type": "application/x-www-form-urlencoded"} if body is not None else {}
+            if cookies:
+                headers["Cookie"] = "; ".join(f"{k}={v}" for k, v in cookies.items())
+            started = time.perf_counter()
+            conn.request(method, path, body=urlencode(body) if body is not None else None, headers=headers)
+            if sent is not None:
+                sent.set()
+            response = conn.getresponse()
+            text = response.read().decode("utf-8", "replace")
+            return response.status, response.headers, text, time.perf_counter() - started
+        finally:
+            conn.close()
+
+    def login(self, source: str, password: str = PASSWORD, **kw):
+        return self.request("POST", "/-/agentbase/login", source, {"password": password}, **kw)
+
+    def stop(self):
+        self.proc.terminate()
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+
+def _cookie(headers, name: str) -> str | None:
+    from http.cookies import SimpleCookie
+
+    for value in headers.get_all("set-cookie") or []:
+        jar = SimpleCookie()
+        jar.load(value)
+        if name in jar:
+            return jar[name].value
+    return None
+
+
+@pytest.fixture(scope="module")
+def server(snapshot, tmp_path_factory):
+    import socket
+
+    try:
+        with socket.create_connection(("127.0.0.1", 9), timeout=1, source_address=("127.0.0.2", 0)):
+            pass
+    except ConnectionRefusedError:
+        pass  # 127.0.0.2 is usable as a source (nothing listens on port 9)
+    except OSError as exc:
+        pytest.skip(f"no second loopback address here: {exc}")
+    s = Server(snapshot, tmp_path_factory.mktemp("server"))
+    yield s
+    s.stop()
+
+
+def test_a_flood_of_wrong_guesses_does_not_keep_the_right_user_out(server):
+    import threading
+    from collections import Counter
+
+    answers = []
+    sent = [threading.Event() for _ in range(15)]
+
+    def guess(event):
+        status, _, _, seconds = server.login("127.0.0.2", "wrong password", sent=event)
+        answers.append(status)
+
+    threads = [threading.Thread(target=guess, args=(e,)) for e in sent]
+    for t in threads:
+        t.start()
+    for e in sent:
+        e.wait(10)
+    time.sleep(0.1)
+    status, headers, _, seconds = server.login("127.0.0.3", timeout=5)  # the right user, from elsewhere
+    flooded = server.login("127.0.0.2", PASSWORD)  # meanwhile the flooding address waits, password or not
+    for t in threads:
+        t.join(10)
+    assert status == 302 and _cookie(headers, "ds_actor") and seconds < 1.0, (status, seconds)
+    assert flooded[0] == 429 and "try again in" in flooded[2] and int(flooded[1]["retry-after"]) >= 1
+    # the flood itself got one check: the others were turned away at once
+    assert Counter(answers)[403] == 1 and Counter(answers)[429] == 14, Counter(answers)
+
+
+def test_wrong_guesses_from_one_address_back_off(server):
+    first = server.login("127.0.0.4", "wrong password")
+    second = server.login("127.0.0.4", "wrong password 2")
+    third = server.login("127.0.0.4", "wrong password 3")
+    assert first[0] == 403 and first[3] >= 0.9 and second[0] == 403  # one a second
+    assert third[0] == 429 and int(third[1]["retry-after"]) >= 1  # then 2 s, 4 s, ...
+
+
+def test_logging_out_over_http_ends_the_session(server):
+    status, headers, _, _ = server.login("127.0.0.5")
+    captured = {"ds_actor": _cookie(headers, "ds_actor")}
+    assert status == 302 and server.request("GET", "/snapshot.json", cookies=captured)[0] == 200
+    status, headers, text, _ = server.request("GET", "/-/logout", cookies=captured)
+    token = _cookie(headers, "ds_csrftoken")
+    status, headers, _, _ = server.request("POST", "/-/logout", body={"csrftoken": _csrf(text)},
+                                           cookies={**captured, "ds_csrftoken": token})
+    assert status == 302 and _cookie(headers, "ds_actor") == ""
+    assert server.request("GET", "/snapshot", cookies=captured)[0] == 302  # HTML: back to the login page
+    assert server.request("GET", "/snapshot.json", cookies=captured)[0] == 403  # JSON: refused
+
+
 def test_missing_password_stops_the_server(snapshot, monkeypatch):
     from datasette.app import Datasette
     from datasette_agentbase.access import AccessConfigError
