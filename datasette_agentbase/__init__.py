@@ -49,7 +49,6 @@ from .snippets import snippet
 HERE = Path(__file__).resolve().parent
 CSS_PATH = HERE / "static" / "agentbase.css"
 SNAPSHOT_MARKER = shape.MARKER
-TRANSCRIPT_TABLES = frozenset(shape.TABLES)
 LINK_COLUMNS = {"conversation", "session", "message", "tool_call", "messages", "next"}
 BLOCK_COLUMNS = shape.BLOCK_COLUMNS
 JSON_COLUMNS = shape.JSON_COLUMNS
@@ -150,7 +149,7 @@ def render_cell(row, value, column, table, database, datasette):
         return None  # a canned query's link value: datasette-json-html draws it
     limit = datasette.setting("truncate_cells_html") or None
     more = None
-    if table in TRANSCRIPT_TABLES and isinstance(_row_get(row, "id"), int):
+    if table in shape.tables() and isinstance(_row_get(row, "id"), int):
         more = row_path(datasette, database, table, _row_get(row, "id")) + ".json"
     options = render.Options(limit=limit, more_href=more)
     if column in BLOCK_COLUMNS and _looks_like_json(value):

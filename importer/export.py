@@ -31,9 +31,12 @@ from .search import TOKENIZE, index_text
 from .store import Dialect, Store, StoreError, default_db_path
 
 BATCH = 2000
-TABLES = tuple(shape.TABLES)  # copied in this order
-LOCAL_COLUMNS = {t.name: t.local_time_from for t in shape.TABLES.values() if t.local_time_from}
 COUNT_COLUMN = shape.COUNT_COLUMN
+
+
+def _tables() -> tuple[str, ...]:
+    """The tables copied, in this order."""
+    return tuple(shape.tables())
 
 
 @dataclass
@@ -168,7 +171,9 @@ def message_search_text(content_blocks: str | None, fallback: str | None) -> str
     return "\n".join(parts)
 
 
-REDACT_COLUMNS = {t.name: t.redact for t in shape.TABLES.values() if t.redact}
+def _redact_columns(table: str) -> tuple[str, ...]:
+    found = shape.tables().get(table)
+    return found.redact if found is not None else ()
 
 
 def _snapshot_columns(table: str) -> list[tuple[str, str]]:
@@ -223,7 +228,7 @@ def prepare_rows(table: str, rows: list[tuple], redact: bool, fts: bool):
     patches: list[tuple[int, dict]] = []
     findings: list[tuple] = []
     fts_rows: list[tuple[int, str]] = []
-    columns = REDACT_COLUMNS.get(table, ())
+    columns = _redact_columns(table)
     for index, row in enumerate(rows):
         patch: dict = {}
         found: list = []
@@ -329,7 +334,7 @@ def _copy_table(store: Store, out: sqlite3.Connection, table: str, to_local: Loc
     have = set(store.columns(table))
     snap_cols = [c for c, _ in _snapshot_columns(table) if c in have or c in ("day", "local_time", COUNT_COLUMN)]
     select_cols = [c for c in snap_cols if c not in ("day", "local_time", COUNT_COLUMN)]
-    local_from = LOCAL_COLUMNS.get(table)
+    local_from = shape.tables()[table].local_time_from
     # the count column goes last in the INSERT; the snapshot's column order is the table's
     insert_cols = [c for c in snap_cols if c != COUNT_COLUMN] + ([COUNT_COLUMN] if COUNT_COLUMN in snap_cols else [])
     insert = Dialect().insert(table, insert_cols)
@@ -338,7 +343,7 @@ def _copy_table(store: Store, out: sqlite3.Connection, table: str, to_local: Loc
     ts_at = positions.get(local_from) if local_from else None
     # where day and local_time go in the snapshot row (they follow ts_at)
     split = ts_at + 1 if ts_at is not None else None
-    red_cols = REDACT_COLUMNS.get(table)
+    red_cols = _redact_columns(table)
     red_at = [positions.get(c) for c in red_cols] if red_cols else []  # None: a column an old store lacks
     session_at = positions.get("session_id", 0)
     redact = prep.redact
@@ -422,7 +427,7 @@ def store_state(store: Store, zone_name: str, redact: bool) -> str:
     from . import __version__
 
     parts: list = [__version__, SNAPSHOT_FORMAT, zone_name, redact, store.location, store.schema_version()]
-    for table in TABLES:
+    for table in _tables():
         parts.append(store.tuples(f"SELECT MAX(id) FROM [{table}]")[0][0])
     parts.extend(store.tuples("SELECT COUNT(*), MAX(parsed_at), MAX(file_mtime_ns) FROM parsed_files")[0])
     parts.extend(store.tuples("SELECT COUNT(*), MAX(updated_at) FROM sessions")[0])
@@ -501,7 +506,7 @@ def export_snapshot(store: Store, output: str | os.PathLike | None = None, timez
         out.execute("PRAGMA cache_size = -65536")
         dialect = Dialect()
         out.execute("BEGIN")
-        for table in TABLES:
+        for table in _tables():
             out.execute(dialect.create_table(table, _snapshot_columns(table), []))
         out.execute(f"CREATE VIRTUAL TABLE {shape.FTS_TABLE} USING fts5({shape.FTS_COLUMN}, content='', "
                     f"tokenize='{TOKENIZE}')")
@@ -516,7 +521,7 @@ def export_snapshot(store: Store, output: str | os.PathLike | None = None, timez
         out.execute(f"INSERT INTO {fts} ({fts}, rank) VALUES ('hashsize', ?)", (64 * 2**20,))
         to_local = LocalTime(zone)
         prep = _Preparer(out, redact)
-        for table in TABLES:
+        for table in _tables():
             if progress:
                 progress(table)
             report.rows[table] = _copy_table(store, out, table, to_local, prep)
@@ -529,7 +534,7 @@ def export_snapshot(store: Store, output: str | os.PathLike | None = None, timez
                         "(SELECT SUM(count) FROM redactions r WHERE r.session_id = sessions.id), 0)")
             report.secrets_redacted = out.execute(f"SELECT COALESCE(SUM(count), 0) FROM {shape.REDACTIONS}").fetchone()[0]
         report.rows["redactions"] = out.execute("SELECT COUNT(*) FROM redactions").fetchone()[0]
-        for table in shape.TABLES.values():
+        for table in shape.tables().values():
             for cols in table.indexes:
                 out.execute(f"CREATE INDEX [{shape.index_name(table.name, cols)}] ON [{table.name}] "
                             f"({', '.join(f'[{c}]' for c in cols)})")

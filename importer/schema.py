@@ -95,6 +95,7 @@ TABLES: dict[str, list[tuple[str, str]]] = {
         ("parent_call_id", "str:255"),
         ("provider_session_id", "str:128"),
         ("times_approximate", "bool"),
+        ("project", "str:255"),  # the project (working directory) a coding agent's session was in
         ("header_json", "json"),
     ],
     "messages": [
@@ -134,6 +135,14 @@ TABLES: dict[str, list[tuple[str, str]]] = {
         ("source", "str:32"),
         ("exit_code", "int"),  # a tool result's (paired onto its call)
         ("duration_ms", "bigint"),
+        # Where cost_usd comes from: recorded (by the agent), computed (from the
+        # price table) or unpriced (tokens and no price: never shown as $0).
+        ("cost_source", "str:16"),
+        ("cache_write_5m_tokens", "bigint"),  # cache_write_tokens split by lifetime, where the source says
+        ("cache_write_1h_tokens", "bigint"),
+        ("is_context", "bool"),  # injected context (environment, instructions), not typed by anyone
+        ("time_approximate", "bool"),  # no time of its own: its session's
+        ("usage_invalid", "bool"),  # usage values that are negative or not numbers: kept, not summed
         # Long values last: SQLite must walk overflow pages to reach a column
         # stored after a large one, and the importer reads the short ones often.
         ("text_preview", "str:512"),
@@ -162,6 +171,7 @@ TABLES: dict[str, list[tuple[str, str]]] = {
         ("is_active_path", "bool"),
         ("created_at", "datetime"),
         ("source", "str:32"),
+        ("is_truncated", "bool"),  # the result was cut by the source (the full text is elsewhere)
         ("result_preview", "str:512"),
         ("command", "text"),
         ("arguments", "json"),
@@ -238,3 +248,34 @@ INDEXES: dict[str, dict[str, tuple[str, ...]]] = {
     "entry_revisions": {"idx_revisions_entry": ("session_id", "entry_uuid")},
     "session_index": {"idx_session_index_uuid": ("server", "agent_id", "session_uuid")},
 }
+
+
+# Tables a source kind declares for itself (Source.tables, .unique, .indexes):
+# created and extended by the store like these, without a migration of their
+# own (store/migrations.py ensure_source_tables).
+
+
+def _declared(attribute: str) -> dict:
+    from .sources import all_sources
+
+    out: dict = {}
+    for source in all_sources():
+        out.update(getattr(source, attribute, None) or {})
+    return out
+
+
+def source_tables() -> dict[str, list[tuple[str, str]]]:
+    return _declared("tables")
+
+
+def all_tables() -> dict[str, list[tuple[str, str]]]:
+    """The archive's tables and every source kind's."""
+    return {**TABLES, **source_tables()}
+
+
+def unique_keys(table: str) -> list[tuple[str, ...]]:
+    return UNIQUE.get(table) or _declared("unique").get(table, [])
+
+
+def indexes(table: str) -> dict[str, tuple[str, ...]]:
+    return INDEXES.get(table) or _declared("indexes").get(table, {})

@@ -100,10 +100,29 @@ JSON_COLUMNS = frozenset({"raw_json", "header_json", "arguments"})  # indented J
 THINKING_COLUMNS = frozenset({"thinking_text", "thinking"})  # long text with line breaks
 
 
+def tables() -> dict[str, Table]:
+    """Every table the snapshot holds, in copy order: the archive's, then those
+    source kinds declare (``Source.snapshot_tables``)."""
+    from .sources import all_sources
+
+    kinds = all_sources()
+    if _cache and _cache[0] == len(kinds):
+        return _cache[1]
+    out = dict(TABLES)
+    for source in kinds:
+        for table in getattr(source, "snapshot_tables", ()) or ():
+            out.setdefault(table.name, table)
+    _cache[:] = [len(kinds), out]
+    return out
+
+
+_cache: list = []  # [number of kinds registered, tables()]: kinds are only ever added
+
+
 def columns(table: str) -> list[tuple[str, str]]:
     """The snapshot's (column, abstract type) of ``table``, in order."""
-    shape = TABLES[table]
-    out = [c for c in schema.TABLES[table] if c[0] not in shape.leave_out]
+    shape = tables()[table]
+    out = [c for c in schema.all_tables()[table] if c[0] not in shape.leave_out]
     if shape.local_time_from:
         at = [c for c, _ in out].index(shape.local_time_from) + 1
         out[at:at] = list(LOCAL_COLUMNS)

@@ -386,7 +386,7 @@ class MariaDBStore(Store):
             if table == "parsed_files" and (row["server"], row["agent_id"]) in self._files:
                 rows = self._files[(row["server"], row["agent_id"])]
                 old = rows.get(row["file_path"])
-                names = [name for name, _kind in schema.TABLES["parsed_files"]]
+                names = [name for name, _kind in schema.TABLES["parsed_files"]]  # a core table
                 merged = {n: row[n] if n in row else (old[n] if old is not None else None) for n in names}
                 rows[row["file_path"]] = _row(merged)
             elif table == "sessions" or table in self._ids:
@@ -501,6 +501,10 @@ class MariaDBStore(Store):
                 (table,),
             )
         ]
+
+    def tables(self) -> set[str]:
+        return {r[0] for r in self.query(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = DATABASE()")}
 
     def close(self) -> None:
         if self._sender is not None:

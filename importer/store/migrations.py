@@ -78,6 +78,38 @@ def _migration_sources(store: "Store") -> None:
             store.executemany("UPDATE messages SET exit_code = ?, duration_ms = ? WHERE id = ?", updates)
 
 
+def _migration_costs_and_flags(store: "Store") -> None:
+    """Prices for calls without a recorded cost, and flags other kinds need."""
+    store.ensure_columns("sessions", ["project"])
+    store.ensure_columns("messages", ["cost_source", "cache_write_5m_tokens", "cache_write_1h_tokens", "is_context",
+                                      "time_approximate", "usage_invalid"])
+    store.ensure_columns("tool_calls", ["is_truncated"])
+    # What was archived so far recorded its own costs (OpenClaw, pi): zero with
+    # tokens means unpriced (FORMAT.md section 8), never free.
+    store.execute("UPDATE messages SET cost_source = CASE WHEN cost_usd > 0 OR COALESCE(total_tokens, 0) = 0 "
+                  "THEN 'recorded' ELSE 'unpriced' END WHERE cost_source IS NULL AND role = 'assistant' "
+                  "AND (cost_usd IS NOT NULL OR total_tokens IS NOT NULL)")
+
+
+def ensure_source_tables(store: "Store") -> None:
+    """The tables source kinds declare (schema.source_tables): created when
+    missing, given the columns they gained; a no-op when all are there."""
+    d = store.dialect
+    declared = schema.source_tables()
+    if not declared:
+        return
+    have = store.tables()
+    for table, columns in declared.items():
+        if table not in have:
+            store.execute(d.create_table(table, columns, schema.unique_keys(table)))
+            for name, cols in schema.indexes(table).items():
+                store.execute(d.create_index(table, name, cols))
+        else:
+            missing = [c for c, _ in columns if c not in set(store.columns(table))]
+            if missing:
+                store.ensure_columns(table, missing)
+
+
 # Ordered and append-only: version N is MIGRATIONS[N-1]. schema.TABLES is always
 # the current schema, which migration 1 creates whole on a new store; a later
 # migration that adds columns must do so with ``store.ensure_columns`` (a no-op
@@ -86,6 +118,7 @@ MIGRATIONS: list[tuple[str, Callable[["Store"], None]]] = [
     ("initial schema", _migration_initial),
     ("openclaw sqlite-era session metadata", _migration_openclaw_sqlite_metadata),
     ("sources: change tokens, resume state, source column", _migration_sources),
+    ("costs: cost_source, cache write lifetimes; context, time and usage flags", _migration_costs_and_flags),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

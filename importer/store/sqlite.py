@@ -10,7 +10,7 @@ from typing import Any, Iterable, Iterator, Sequence
 from .. import schema
 from .common import Commit, StoreError, now_utc
 from .dialects import Dialect
-from .migrations import MIGRATIONS, SCHEMA_VERSION
+from .migrations import MIGRATIONS, SCHEMA_VERSION, ensure_source_tables
 
 
 class Store:
@@ -115,6 +115,7 @@ class Store:
             )
         applied = []
         if current == SCHEMA_VERSION:
+            self._source_tables()
             return applied
         with self.transaction():
             self.execute(
@@ -129,15 +130,30 @@ class Store:
                     (version, name, now_utc()),
                 )
                 applied.append(name)
+            ensure_source_tables(self)
         return applied
+
+    def _source_tables(self) -> None:
+        """Source kinds' own tables, when one is missing or lacks a column."""
+        declared = schema.source_tables()
+        if not declared:
+            return
+        have = self.tables()
+        if all(t in have and {c for c, _ in cols} <= set(self.columns(t)) for t, cols in declared.items()):
+            return
+        with self.transaction():
+            ensure_source_tables(self)
+
+    def tables(self) -> set[str]:
+        return {r[0] for r in self.query("SELECT name FROM sqlite_master WHERE type = 'table'")}
 
     def columns(self, table: str) -> list[str]:
         return [r[1] for r in self.query(f"PRAGMA table_info([{table}])")]
 
     def ensure_columns(self, table: str, names: Sequence[str]) -> None:
-        """Add the named columns (typed as in schema.TABLES) where missing."""
+        """Add the named columns (typed as in the schema) where missing."""
         have = set(self.columns(table))
-        kinds = dict(schema.TABLES[table])
+        kinds = dict(schema.all_tables()[table])
         for name in names:
             if name not in have:
                 self.execute(f"ALTER TABLE [{table}] ADD COLUMN [{name}] {self.dialect.column_type(kinds[name])}")
