@@ -101,6 +101,7 @@ def import_(paths, server, agent, db, demo, json_summary, quiet, config_file):
                 err=True,
             )
             paths = _demo_paths()
+    _use_prices(None)
     store = _open(db)
     show_bar = not quiet and sys.stderr.isatty()
 
@@ -126,6 +127,18 @@ def import_(paths, server, agent, db, demo, json_summary, quiet, config_file):
         click.echo(report.summary(), err=True)
     if report.files_failed:
         sys.exit(1)
+
+
+def _use_prices(overrides) -> None:
+    """Price calls of sources that record no cost with the user's table and the
+    config file's overrides (``overrides``; None: the default config file's)."""
+    from .config import ConfigError, load_price_overrides
+    from .prices import PriceError, configure
+
+    try:
+        configure(overrides if overrides is not None else load_price_overrides())
+    except (ConfigError, PriceError) as exc:
+        raise click.ClickException(str(exc)) from None
 
 
 def _run_with_bar(store, paths, server, agent, progress):
@@ -253,6 +266,7 @@ def _config_run(config_file, server, agent, db, json_summary, quiet, export):
             config.server(server)
     except ConfigError as exc:
         raise click.ClickException(str(exc)) from None
+    _use_prices(config.prices)
     store = _open(db or config.database)
     show_bar = not quiet and not json_summary and sys.stderr.isatty()
 

@@ -41,7 +41,7 @@ DEFAULT_READ_TIMEOUT = 60.0
 
 _TOP_KEYS = {
     "database", "timezone", "known_hosts", "accept_new_host_keys", "ssh_config", "connect_timeout",
-    "read_timeout", "snapshot", "agents", "servers", "serve",
+    "read_timeout", "snapshot", "agents", "servers", "serve", "prices",
 }
 _SERVE_KEYS = {"password_env", "sql"}
 _ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -94,6 +94,7 @@ class Config:
     snapshot: str | None = None  # None: snapshot.db beside a SQLite database, else beside the embedded store
     agents: list[str] | None = None  # default for servers without their own list
     serve: ServeOptions | None = None  # the serve: section (agentbase serve)
+    prices: dict | None = None  # per-model price overrides: {model: {input_cost_per_token: ..., ...}}
 
     def server(self, name: str) -> ServerConfig:
         for s in self.servers:
@@ -325,6 +326,27 @@ def load_serve_options(path: str | os.PathLike | None = None) -> ServeOptions:
     return _serve_options(data.get("serve"), f"{where}: serve")
 
 
+def load_price_overrides(path: str | os.PathLike | None = None) -> dict | None:
+    """The ``prices:`` section of the config file (default: :func:`default_config_path`; none there:
+    None), for imports that name their PATHs. Only this section is read."""
+    import yaml
+
+    where = Path(path).expanduser() if path else default_config_path()
+    try:
+        data = yaml.safe_load(where.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        if path:
+            raise ConfigError(f"no config file at {where}") from None
+        return None
+    except OSError as exc:
+        raise ConfigError(f"cannot read the config file {where}: {exc.strerror or exc}") from None
+    except yaml.YAMLError:
+        raise ConfigError(f"{where}: invalid YAML") from None
+    if not isinstance(data, dict):
+        return None
+    return _prices(data.get("prices"), f"{where}: prices")
+
+
 def parse_config(data: Any, path: str = "<config>") -> Config:
     """Check a parsed YAML document and build the :class:`Config`."""
     if data is None:
@@ -365,7 +387,16 @@ def parse_config(data: Any, path: str = "<config>") -> Config:
         snapshot=_str(data, "snapshot", path),
         agents=_agents(data, "agents", path),
         serve=serve,
+        prices=_prices(data.get("prices"), f"{path}: prices"),
     )
+
+
+def _prices(raw: Any, where: str) -> dict | None:
+    if raw is None:
+        return None
+    from .prices import parse_price_overrides
+
+    return parse_price_overrides(raw, where)
 
 
 def load_config(path: str | os.PathLike | None = None) -> Config:

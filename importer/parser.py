@@ -545,6 +545,8 @@ def message_row(entry: Entry) -> dict:
         "timestamp": format_timestamp(obj.get("timestamp")) or format_timestamp(message.get("timestamp")),
         "seq": entry.line_index,
         "call_key": None,
+        "cost_source": None, "cache_write_5m_tokens": None, "cache_write_1h_tokens": None,
+        "is_context": 0, "time_approximate": 0, "usage_invalid": 0,
     }
     cost = None
     if isinstance(usage, dict):

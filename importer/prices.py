@@ -476,6 +476,26 @@ def price_call(table: PriceTable, model: str | None, provider: str | None, usage
     return price.cost(**counts), COMPUTED
 
 
+_current: PriceTable | None = None
+
+
+def current() -> PriceTable:
+    """The table imports price calls with (loaded once): the user's or the
+    packaged one, with the config file's overrides (:func:`configure`)."""
+    global _current
+    if _current is None:
+        _current = PriceTable.load()
+    return _current
+
+
+def configure(overrides: Mapping[str, Mapping[str, float]] | None) -> PriceTable:
+    """Use the config file's ``prices:`` overrides from now on (None: none)."""
+    global _current
+    table = PriceTable.load()
+    _current = table.with_overrides(overrides) if overrides else table
+    return _current
+
+
 def parse_price_overrides(data: Any, where: str = "prices") -> dict[str, dict[str, float]]:
     """The config file's ``prices:`` mapping, checked: ``{model: {rate key: USD per token}}`` with
     the rate keys of LiteLLM's table (``input_cost_per_token``, ``output_cost_per_token``,

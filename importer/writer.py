@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from . import parser as P
+from . import prices
 from .reader import Prefetched
 from .sources.base import Checkpoint, NotATranscript, Outcome, SessionInfo, Unit, unchanged
 from .store import Store, now_utc
@@ -110,6 +111,15 @@ class _Totals:
                 **self.sums}
 
 
+# Message columns a kind's parser may leave out, with what they then hold.
+MESSAGE_DEFAULTS = {
+    "cost_source": None, "cache_write_5m_tokens": None, "cache_write_1h_tokens": None, "is_context": 0,
+    "time_approximate": 0, "usage_invalid": 0, "exit_code": None, "duration_ms": None, "error_message": None,
+    "tool_call_id": None, "tool_name": None, "call_key": None, "api": None, "stop_reason": None,
+}
+_DEFAULT_KEYS = MESSAGE_DEFAULTS.keys()
+
+
 class SessionWriter:
     """Accumulates one unit's entries for one session and writes them."""
 
@@ -176,6 +186,10 @@ class SessionWriter:
         entry.derive()
         if entry.type == "message":
             row = entry.row
+            if not _DEFAULT_KEYS <= row.keys():
+                # The columns a kind's parser may leave out take their defaults: every
+                # row of a batch has the same keys (one INSERT statement for all).
+                entry.row = row = {**MESSAGE_DEFAULTS, **row}
             row.update(common)
             row["source"] = unit.kind
             row["id"] = self.next_message_id
@@ -183,6 +197,8 @@ class SessionWriter:
             row["created_at"] = self.created_at
             row["is_active_path"] = 1
             row["raw_hash"] = digest
+            if row.get("cost_source") is None:
+                self._price(row)
             key = row["call_key"]
             if key is not None and key in self.counted:
                 row["usage_counted"] = 0
@@ -194,6 +210,8 @@ class SessionWriter:
             if self.totals is not None:
                 self.totals.add(row)
             for call in entry.calls:
+                if "is_truncated" not in call:
+                    call["is_truncated"] = 0
                 call.update(common)
                 call.update({
                     "id": self.next_call_id, "message_id": row["id"], "message_uuid": entry.entry_id,
@@ -223,6 +241,26 @@ class SessionWriter:
         self.changed = True
         if len(self.messages) + len(self.entries) >= 500:
             self.flush()
+
+    def _price(self, row: dict) -> None:
+        """``cost_source`` (and, for a kind that records no cost, ``cost_usd``
+        from the price table) of a message that carries usage."""
+        cost = row["cost_usd"]
+        tokens = [row["input_tokens"], row["output_tokens"], row["cache_read_tokens"], row["cache_write_tokens"]]
+        if cost is None and all(t is None for t in tokens):
+            return  # no usage: not a model call
+        if self.unit.source.records_costs:
+            # Never replaced; zero with tokens means unpriced (FORMAT.md section 8), never free.
+            row["cost_source"] = prices.RECORDED if (cost or 0) > 0 or not any(tokens) else prices.UNPRICED
+            return
+        write_1h = row.get("cache_write_1h_tokens") or 0
+        write_5m = row.get("cache_write_5m_tokens")
+        if write_5m is None:
+            write_5m = max((row["cache_write_tokens"] or 0) - write_1h, 0)
+        usage = {"input": row["input_tokens"] or 0, "output": row["output_tokens"] or 0,
+                 "cache_read": row["cache_read_tokens"] or 0, "cache_write_5m": write_5m, "cache_write_1h": write_1h}
+        row["cost_usd"], row["cost_source"] = prices.price_call(prices.current(), row["model"], row["provider"],
+                                                                usage, cost)
 
     def _replace(self, entry_id: str, table: str) -> None:
         """An entry came back with different JSON: the newest file's version

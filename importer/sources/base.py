@@ -338,6 +338,9 @@ class Source:
     kind = "unknown"
     name = "unknown"
     order = 100  # discovery order: lower first (a more specific layout before a looser one)
+    # The kind writes each model call's cost itself (OpenClaw, pi): never
+    # replaced. Otherwise calls are priced from the price table (prices.py).
+    records_costs = False
 
     def find(self, fs: "FileSystem", path: str, scope: Scope, out: Discovery) -> bool:
         """List this kind's units at or under ``path`` into ``out``; True when

@@ -125,6 +125,7 @@ class IndexFile(Unit):
 
 class OpenClawJSONL(Source):
     kind = "openclaw"
+    records_costs = True
     name = "openclaw"
     order = 20
 

@@ -200,6 +200,7 @@ STORE_FIELDS = ("session_key", "label", "display_name", "channel", "chat_type", 
 
 class OpenClawStore(Source):
     kind = "openclaw"
+    records_costs = True
     name = "openclaw-store"
     order = 30
 
