@@ -2,19 +2,25 @@
 
 Token and cost sums count each model call once (``usage_counted = 1``): the
 copies OpenClaw's truncation recovery re-appends stay in the archive but are
-not paid twice. Days are UTC calendar days of the message timestamps.
+not paid twice. A model call is a message that carries a call identity
+(``call_key``), counted once, and was written by a model (not synthetic).
+Shell calls are the tool calls each kind runs shell commands with
+(``Source.shell_tools``). Days are UTC calendar days of the message
+timestamps. ``by_source`` gives the same figures per source kind, plus what
+a kind counts of its own (``Source.extra_stats``).
 """
 
 from __future__ import annotations
 
+from .sources import all_sources
 from .store import Store
 
-SHELL_TOOLS = ("exec", "bash")
 GROUPS = {
     None: ([], []),
     "server": (["server"], ["server"]),
     "agent": (["server", "agent_id"], ["server", "agent_id"]),
     "day": (["substr(timestamp, 1, 10)"], ["day"]),
+    "source": (["source"], ["source"]),
 }
 
 
@@ -24,14 +30,41 @@ def _empty() -> dict:
         "messages": 0,
         "messages_by_role": {},
         "tool_calls": 0,
-        "exec_calls": 0,
+        "shell_calls": 0,
+        "exec_calls": 0,  # the former name of shell_calls, kept for scripts
+        "model_calls": 0,
+        "unpriced_calls": 0,
         "messages_with_thinking": 0,
         "usage": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 0, "cost_total": 0.0},
     }
 
 
+def _shell_tools() -> dict[str, frozenset[str]]:
+    """Source kind -> the tool names that run shell commands."""
+    out: dict[str, set[str]] = {}
+    for source in all_sources():
+        out.setdefault(source.kind, set()).update(source.shell_tools)
+    return {k: frozenset(v) for k, v in out.items()}
+
+
 def collect(store: Store, by: str | None = None) -> dict | list[dict]:
-    """Totals as one dict, or a list of dicts (one per group) when ``by`` is set."""
+    """Totals as one dict (with ``by_source``), or a list of dicts (one per
+    group) when ``by`` is set."""
+    totals = _collect(store, by)
+    if by is None:
+        per_kind = {t["source"] or "(none)": t for t in _collect(store, "source")}
+        for source in all_sources():
+            extra = source.extra_stats(store)
+            if extra and source.kind in per_kind:
+                per_kind[source.kind].update(extra)
+        for t in per_kind.values():
+            t.pop("source", None)
+            t.pop("exec_calls", None)
+        totals["by_source"] = per_kind
+    return totals
+
+
+def _collect(store: Store, by: str | None) -> dict | list[dict]:
     exprs, names = GROUPS[by]
     select = "".join(f"{e} AS [{n}], " for e, n in zip(exprs, names))
     group = (" GROUP BY " + ", ".join(exprs)) if exprs else ""
@@ -52,13 +85,17 @@ def collect(store: Store, by: str | None = None) -> dict | list[dict]:
         f"SUM({u.format('COALESCE(cache_read_tokens, 0)')}) AS cache_read, "
         f"SUM({u.format('COALESCE(cache_write_tokens, 0)')}) AS cache_write, "
         f"SUM({u.format('COALESCE(total_tokens, 0)')}) AS total, "
-        f"SUM({u.format('COALESCE(cost_usd, 0)')}) AS cost "
+        f"SUM({u.format('COALESCE(cost_usd, 0)')}) AS cost, "
+        "SUM(CASE WHEN usage_counted = 1 AND call_key IS NOT NULL AND is_synthetic = 0 THEN 1 ELSE 0 END) AS calls, "
+        "SUM(CASE WHEN usage_counted = 1 AND cost_source = 'unpriced' THEN 1 ELSE 0 END) AS unpriced "
         f"FROM messages{group}{',' if group else ' GROUP BY'} role"
     ):
         t = slot(row)
         t["messages"] += row["n"]
         t["messages_by_role"][row["role"] or "(none)"] = row["n"]
         t["messages_with_thinking"] += int(row["thinking"] or 0)
+        t["model_calls"] += int(row["calls"] or 0)
+        t["unpriced_calls"] += int(row["unpriced"] or 0)
         usage = t["usage"]
         usage["input"] += int(row["input"] or 0)
         usage["output"] += int(row["output"] or 0)
@@ -66,15 +103,14 @@ def collect(store: Store, by: str | None = None) -> dict | list[dict]:
         usage["cacheWrite"] += int(row["cache_write"] or 0)
         usage["totalTokens"] += int(row["total"] or 0)
         usage["cost_total"] += float(row["cost"] or 0.0)
-    shell = ", ".join(f"'{name}'" for name in SHELL_TOOLS)
-    for row in store.query(
-        f"SELECT {select}COUNT(*) AS n, SUM(CASE WHEN tool_name IN ({shell}) THEN 1 ELSE 0 END) AS shell "
-        f"FROM tool_calls{group}"
-    ):
-        if row["n"]:
-            t = slot(row)
-            t["tool_calls"] += row["n"]
-            t["exec_calls"] += int(row["shell"] or 0)
+    shell = _shell_tools()
+    for row in store.query(f"SELECT {select}source, tool_name, COUNT(*) AS n FROM tool_calls{group}"
+                           f"{',' if group else ' GROUP BY'} source, tool_name"):
+        t = slot(row)
+        t["tool_calls"] += row["n"]
+        if row["tool_name"] in shell.get(row["source"], ()):
+            t["shell_calls"] += row["n"]
+            t["exec_calls"] += row["n"]
     if by == "day":
         for row in store.query(f"SELECT {select}COUNT(DISTINCT session_id) AS n FROM messages{group}"):
             slot(row)["sessions"] = row["n"]
@@ -102,11 +138,16 @@ def collect(store: Store, by: str | None = None) -> dict | list[dict]:
 
 
 def format_table(totals: dict | list[dict], by: str | None) -> str:
-    """Human-readable totals."""
+    """Human-readable totals (with a line per source kind when there are several)."""
     rows = totals if isinstance(totals, list) else [totals]
-    names = GROUPS[by][1]
-    header = names + ["sessions", "messages", "user", "assistant", "toolResult", "tool_calls", "exec",
-                      "thinking", "input", "output", "cacheRead", "cacheWrite", "totalTokens", "cost_usd"]
+    names = list(GROUPS[by][1])
+    if by is None and isinstance(totals, dict) and len(totals.get("by_source") or {}) > 1:
+        names = ["source"]
+        rows = [{**t, "source": kind} for kind, t in sorted(totals["by_source"].items())]
+        rows.append({**totals, "source": "all"})
+    header = names + ["sessions", "messages", "user", "assistant", "toolResult", "tool_calls", "shell",
+                      "model_calls", "thinking", "input", "output", "cacheRead", "cacheWrite", "totalTokens",
+                      "cost_usd", "unpriced"]
     if by != "day":
         header += ["bad", "pending"]
     table = [header]
@@ -115,12 +156,12 @@ def format_table(totals: dict | list[dict], by: str | None) -> str:
         u = t["usage"]
         line = [str(t.get(n)) for n in names] + [
             str(t["sessions"]), str(t["messages"]), str(roles.get("user", 0)), str(roles.get("assistant", 0)),
-            str(roles.get("toolResult", 0)), str(t["tool_calls"]), str(t["exec_calls"]),
+            str(roles.get("toolResult", 0)), str(t["tool_calls"]), str(t["shell_calls"]), str(t["model_calls"]),
             str(t["messages_with_thinking"]), str(u["input"]), str(u["output"]), str(u["cacheRead"]),
-            str(u["cacheWrite"]), str(u["totalTokens"]), f"{u['cost_total']:.4f}",
+            str(u["cacheWrite"]), str(u["totalTokens"]), f"{u['cost_total']:.4f}", str(t["unpriced_calls"]),
         ]
         if by != "day":
-            line += [str(t["bad_lines"]), str(t["pending_lines"])]
+            line += [str(t.get("bad_lines", 0)), str(t.get("pending_lines", 0))]
         table.append(line)
     widths = [max(len(r[i]) for r in table) for i in range(len(header))]
     return "\n".join("  ".join(c.rjust(w) for c, w in zip(r, widths)) for r in table)

@@ -341,6 +341,8 @@ class Source:
     # The kind writes each model call's cost itself (OpenClaw, pi): never
     # replaced. Otherwise calls are priced from the price table (prices.py).
     records_costs = False
+    # Tool names that run shell commands (stats' shell calls).
+    shell_tools: frozenset[str] = frozenset()
 
     def find(self, fs: "FileSystem", path: str, scope: Scope, out: Discovery) -> bool:
         """List this kind's units at or under ``path`` into ``out``; True when
@@ -362,6 +364,11 @@ class Source:
         units and containers gathered for it (``metadata``: session uuid ->
         ``sessions`` columns), in its own transaction. Kinds are called in
         ``order``."""
+
+    def extra_stats(self, store) -> dict:
+        """Figures this kind counts of its own, added to its ``stats`` ``by_source``
+        entry (e.g. the tables it declares)."""
+        return {}
 
     def candidates(self) -> list[str]:
         """Where this kind lives on a machine by default (``~`` allowed)."""

@@ -126,6 +126,7 @@ class IndexFile(Unit):
 class OpenClawJSONL(Source):
     kind = "openclaw"
     records_costs = True
+    shell_tools = frozenset({"exec", "bash"})
     name = "openclaw"
     order = 20
 

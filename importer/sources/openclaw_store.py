@@ -201,6 +201,7 @@ STORE_FIELDS = ("session_key", "label", "display_name", "channel", "chat_type", 
 class OpenClawStore(Source):
     kind = "openclaw"
     records_costs = True
+    shell_tools = frozenset({"exec", "bash"})
     name = "openclaw-store"
     order = 30
 
