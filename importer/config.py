@@ -45,7 +45,8 @@ _TOP_KEYS = {
 }
 _SERVE_KEYS = {"password_env", "sql"}
 _ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_SERVER_KEYS = {"name", "local", "host", "port", "user", "identity_file", "state_dir", "paths", "agents"}
+_SERVER_KEYS = {"name", "local", "host", "port", "user", "identity_file", "state_dir", "paths", "agents",
+                "timezone"}
 _SECRET_KEYS = {"password", "passwd", "passphrase", "secret", "db_password", "database_password"}
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 _VAR_RE = re.compile(r"\$(?:\$|\{(?P<braced>[A-Za-z_][A-Za-z0-9_]*)(?::-(?P<default>[^}]*))?\}|(?P<bare>[A-Za-z_][A-Za-z0-9_]*))")
@@ -73,6 +74,7 @@ class ServerConfig:
     state_dir: str | None = None  # None: ~/.openclaw (else ~/.clawdbot, ~/.moltbot)
     agents: list[str] | None = None  # None: every agent found
     paths: list[str] | None = None  # what to import there, of any kind (None: state_dir, else every default)
+    timezone: str | None = None  # the zone its sources write local times in (None: this machine's)
 
     @property
     def state_dirs(self) -> tuple[str, ...]:
@@ -246,6 +248,7 @@ def _server(data: Any, index: int) -> ServerConfig:
         name=name, local=local, host=host, port=port, user=_str(data, "user", where),
         identity_file=_str(data, "identity_file", where), state_dir=_str(data, "state_dir", where),
         agents=_agents(data, "agents", where), paths=_paths(data, "paths", where),
+        timezone=_timezone(_str(data, "timezone", where), f"{where}.timezone"),
     )
 
 

@@ -169,7 +169,7 @@ def _import_server(store: Store, fs: FileSystem, s, agents, wrap, result: Server
         result.where = f"local {', '.join(paths)}"
     if agents == []:
         return
-    found = discover(paths, server=s.name, fs=fs, agents=agents)
+    found = discover(paths, server=s.name, fs=fs, agents=agents, timezone=s.timezone)
     result.report = run_import(store, [], server=s.name, progress=wrap, sources=found)
 
 

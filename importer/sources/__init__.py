@@ -103,12 +103,14 @@ def default_candidates() -> list[str]:
 
 
 def discover(paths: list[str], server: str | None = None, agent: str | None = None,
-             fs: FileSystem | None = None, agents: list[str] | None = None) -> Discovery:
+             fs: FileSystem | None = None, agents: list[str] | None = None,
+             timezone: str | None = None) -> Discovery:
     """Find every kind's units under each path (see the module docstring).
 
     ``agent`` names the agent of a single file or a bare folder, and keeps
     only that agent in a larger tree; ``agents`` keeps only these (None: all).
-    ``fs``: where the paths are (default: this machine).
+    ``fs``: where the paths are (default: this machine). ``timezone``: the
+    zone of the server's local times (None: this machine's).
     """
     fs = fs or LOCAL
     out = Discovery()
@@ -123,14 +125,14 @@ def discover(paths: list[str], server: str | None = None, agent: str | None = No
         if found is None:
             out.errors.append(f"no such file or folder: {path}")
             continue
-        scope = Scope(server or default_server_name(), agent, wanted)
+        scope = Scope(server or default_server_name(), agent, wanted, timezone)
         if found[0] == "file":
             _file(fs, fs.resolve(path) if not fs.remote else path, found, scope, out)
         elif not _folder(fs, path, scope, out):
             # One subfolder per server.
             any_found = False
             for sub in fs.subdirs(path):
-                if _folder(fs, sub.path, Scope(server or sub.name, agent, wanted), out):
+                if _folder(fs, sub.path, Scope(server or sub.name, agent, wanted, timezone), out):
                     any_found = True
                 else:
                     out.warnings.append(f"skipped {sub.path}: no transcripts of a known kind inside")

@@ -300,6 +300,9 @@ class Scope:
     server: str
     agent: str | None = None
     agents: frozenset[str] | None = None
+    # The IANA zone the server's local times are in (a source that writes times
+    # without a zone); None: this machine's.
+    timezone: str | None = None
 
     def wants(self, agent_id: str) -> bool:
         return (self.agents is None or agent_id in self.agents) and (self.agent is None or self.agent == agent_id)
