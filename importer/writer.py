@@ -19,6 +19,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
+import orjson
+
 from . import parser as P
 from . import prices
 from .reader import Prefetched
@@ -143,6 +145,7 @@ class SessionWriter:
             self.session = None
             self.known: dict[str, list] = {}
             self.counted: set[str] = set()
+            self.calls: dict[str, int] = {}
         else:
             self.session_id = row["id"]
             self.session = row
@@ -150,6 +153,10 @@ class SessionWriter:
                 eid: [parent, active, h, table] for eid, parent, active, h, table in store.session_entries(row["id"])
             }
             self.counted = store.counted_call_keys(row["id"])
+            self.calls = store.session_call_ids(row["id"])
+        # A tool call is (session, call id): a copy of its message (re-appended,
+        # restored, checkpointed) keeps its entry, not a second tool_calls row.
+        self.copied_calls = False
         self.rank = unit.rank
         self.wins = self.session is None or self.rank >= (self.session["source_rank"] or "")
         self.messages: list[dict] = []
@@ -192,6 +199,7 @@ class SessionWriter:
                 entry.row = row = {**MESSAGE_DEFAULTS, **row}
             row.update(common)
             row["source"] = unit.kind
+            row["calls_elsewhere"] = 0
             row["id"] = self.next_message_id
             self.next_message_id += 1
             row["created_at"] = self.created_at
@@ -210,6 +218,14 @@ class SessionWriter:
             if self.totals is not None:
                 self.totals.add(row)
             for call in entry.calls:
+                call_id = call["call_id"]
+                if call_id is not None:
+                    if call_id in self.calls:
+                        row["tool_call_count"] -= 1
+                        row["calls_elsewhere"] += 1
+                        self.copied_calls = True
+                        continue
+                    self.calls[call_id] = self.next_call_id
                 if "is_truncated" not in call:
                     call["is_truncated"] = 0
                 call.update(common)
@@ -274,6 +290,9 @@ class SessionWriter:
                 "WHERE session_id = ? AND message_uuid = ?",
                 (self.session_id, entry_id),
             )[0]
+            for (call_id,) in store.tuples("SELECT call_id FROM tool_calls WHERE message_id = ? AND call_id IS NOT NULL",
+                                            (old["id"],)):
+                self.calls.pop(call_id, None)
             store.execute("DELETE FROM tool_calls WHERE message_id = ?", (old["id"],))
             store.execute("DELETE FROM messages WHERE id = ?", (old["id"],))
             if old["usage_counted"] and old["call_key"]:
@@ -318,8 +337,8 @@ class SessionWriter:
             if not row["is_synthetic"]:
                 del self.open_calls[call_id]
             return
-        if call_id in self.late_results and row["is_synthetic"]:
-            return  # a real result already arrived; the synthetic stand-in does not replace it
+        if call_id in self.late_results and (row["is_synthetic"] or not self.late_results[call_id]["synthetic"]):
+            return  # the earliest real result pairs; a synthetic stand-in never replaces one
         values["synthetic"] = row["is_synthetic"]
         self.late_results[call_id] = values
 
@@ -360,6 +379,8 @@ class SessionWriter:
                     values["header_json"] = info.raw
         if self.changed or (session is not None and leaf != session["leaf_entry_id"]):
             self._mark_active_path(leaf)
+            if self.session is not None or self.copied_calls:
+                self._attach_calls_to_active_copies()
         self._pair_remaining()
         if self.totals is not None:
             values.update(self.totals.values())
@@ -406,6 +427,38 @@ class SessionWriter:
                 [(w, self.session_id, e) for w, e in changes["entries"]],
             )
 
+    def _attach_calls_to_active_copies(self) -> None:
+        """A tool call belongs to the copy of its message on the active path when
+        there is one, else to the earliest (the one it was first attached to):
+        a call whose message left the active path moves to an active copy.
+        ``calls_elsewhere`` counts a message's calls attached to another copy."""
+        store = self.store
+        stranded = {r[0]: (r[1], r[2]) for r in store.tuples(
+            "SELECT call_id, id, message_id FROM tool_calls WHERE session_id = ? AND is_active_path = 0 "
+            "AND call_id IS NOT NULL", (self.session_id,))}
+        if not stranded:
+            return
+        moves, holders = [], {}
+        for mid, muuid, content, ts in store.tuples(
+            "SELECT id, message_uuid, content_blocks, timestamp FROM messages WHERE session_id = ? "
+            "AND is_active_path = 1 AND calls_elsewhere > 0", (self.session_id,)):
+            try:
+                blocks = orjson.loads(content) if content else []
+            except orjson.JSONDecodeError:
+                continue
+            for index, block in enumerate(blocks if isinstance(blocks, list) else []):
+                if isinstance(block, dict) and block.get("type") == "toolCall" and block.get("id") in stranded:
+                    row_id, old = stranded.pop(block["id"])
+                    moves.append((mid, muuid, index, ts, row_id))
+                    holders[mid] = holders.get(mid, 0) + 1
+                    holders[old] = holders.get(old, 0) - 1
+        if moves:
+            store.executemany("UPDATE tool_calls SET message_id = ?, message_uuid = ?, block_index = ?, "
+                              "timestamp = ?, is_active_path = 1 WHERE id = ?", moves)
+            store.executemany("UPDATE messages SET tool_call_count = tool_call_count + ?, "
+                              "calls_elsewhere = calls_elsewhere - ? WHERE id = ?",
+                              [(n, n, mid) for mid, n in holders.items() if n])
+
     def _pair_remaining(self) -> None:
         """Pairs that could not be made in memory: results for calls already
         written (earlier in this file or in an earlier run), and calls of this
@@ -414,9 +467,11 @@ class SessionWriter:
         sets = ("UPDATE tool_calls SET result_message_id = ?, result_preview = ?, is_error = ?, "
                 "exit_code = ?, duration_ms = ? ")
         if self.late_results:
-            # A real result replaces a synthetic "missing tool result"; never the reverse.
+            # The earliest real result pairs with a call: a real result replaces a
+            # synthetic "missing tool result", never another real one or the reverse.
             store.executemany(
-                sets + "WHERE session_id = ? AND call_id = ? AND (result_message_id IS NULL OR ? = 0)",
+                sets + "WHERE session_id = ? AND call_id = ? AND (result_message_id IS NULL OR (? = 0 AND EXISTS "
+                "(SELECT 1 FROM messages r WHERE r.id = tool_calls.result_message_id AND r.is_synthetic = 1)))",
                 [(v["result_message_id"], v["result_preview"], v["is_error"], v["exit_code"],
                   v["duration_ms"], self.session_id, call_id, v["synthetic"])
                  for call_id, v in self.late_results.items()],

@@ -213,6 +213,7 @@ def count_session(entries):
     counts = _empty_counts()
     counts["sessions"] = 1
     seen_calls = set()
+    call_ids = set()  # a tool call is (session, toolCall id): copies of its message do not count again
     for _entry_id, obj in entries:
         if obj.get("type") != "message":
             continue
@@ -224,7 +225,16 @@ def count_session(entries):
         counts["messages"] += 1
         counts["messages_by_role"][role] = counts["messages_by_role"].get(role, 0) + 1
         blocks = _blocks(message)
-        calls = [b for b in blocks if b.get("type") == "toolCall"]
+        calls = []
+        for b in blocks:
+            if b.get("type") != "toolCall":
+                continue
+            cid = b.get("id") if isinstance(b.get("id"), str) else None
+            if cid is not None:
+                if cid in call_ids:
+                    continue
+                call_ids.add(cid)
+            calls.append(b)
         counts["tool_calls"] += len(calls)
         counts["exec_calls"] += sum(1 for b in calls if b.get("name") in EXEC_TOOL_NAMES)
         if any(b.get("type") == "thinking" for b in blocks):

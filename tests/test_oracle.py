@@ -22,7 +22,8 @@ def _s(messages, roles, tool_calls, exec_calls, thinking, usage):
 
 # Worked out by hand from synthetic.py (see the comments there):
 # A: live file lines 2,3,4,7,8,10,12 are messages (line 13 is pending, 5 and 9 bad); the .bak adds
-#    a00000b1; the checkpoint adds nothing. a0000006 repeats a0000005's call: its usage counts once.
+#    a00000b1; the checkpoint adds nothing. a0000006 repeats a0000005's call: its usage counts once,
+#    and so do its two tool calls (toolu_2, toolu_3): 3 calls (toolu_1 exec, toolu_2 bash, toolu_3).
 # A in agent "ops": the live file alone.
 # A2: header-less, five messages, the last line complete without "\n"; b0000003 and b0000005 share a
 #    timestamp but not their usage, so both calls count.
@@ -33,7 +34,7 @@ EXPECTED_SYNTHETIC = {
     ("synth-one", "main"): {
         "bad_lines": 2, "pending_lines": 1,
         "per_session": {
-            synthetic.A: _s(8, {"user": 3, "assistant": 4, "toolResult": 1}, 5, 3, 1,
+            synthetic.A: _s(8, {"user": 3, "assistant": 4, "toolResult": 1}, 3, 2, 1,
                             _u(17, 8, 100, 20, 145, 0.0015)),
             synthetic.A2: _s(5, {"user": 1, "assistant": 3, "toolResult": 1}, 1, 1, 0,
                              _u(9, 4, 0, 0, 0, 0)),
@@ -46,7 +47,7 @@ EXPECTED_SYNTHETIC = {
     ("synth-one", "ops"): {
         "bad_lines": 2, "pending_lines": 1,
         "per_session": {
-            synthetic.A: _s(7, {"user": 2, "assistant": 4, "toolResult": 1}, 5, 3, 1,
+            synthetic.A: _s(7, {"user": 2, "assistant": 4, "toolResult": 1}, 3, 2, 1,
                             _u(17, 8, 100, 20, 145, 0.0015)),
         },
     },

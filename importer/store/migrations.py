@@ -91,6 +91,35 @@ def _migration_costs_and_flags(store: "Store") -> None:
                   "AND (cost_usd IS NOT NULL OR total_tokens IS NOT NULL)")
 
 
+def _migration_one_row_per_tool_call(store: "Store") -> None:
+    """A tool call is (session, call id): copies of its message keep their
+    entries, not a row of their own. Existing duplicates are folded into the
+    row of the copy on the active path (else the earliest), whose paired result
+    is the earliest real one; the copies' counts say where their calls went."""
+    store.ensure_columns("messages", ["calls_elsewhere"])
+    store.execute("UPDATE messages SET calls_elsewhere = 0 WHERE calls_elsewhere IS NULL")
+    dups = store.tuples(
+        "SELECT session_id, call_id FROM tool_calls WHERE call_id IS NOT NULL "
+        "GROUP BY session_id, call_id HAVING COUNT(*) > 1")
+    for session_id, call_id in dups:
+        rows = store.tuples(
+            "SELECT t.id, t.message_id, t.is_active_path FROM tool_calls t WHERE t.session_id = ? AND t.call_id = ? "
+            "ORDER BY t.is_active_path DESC, t.timestamp, t.id", (session_id, call_id))
+        keep, drop = rows[0], rows[1:]
+        for row_id, message_id, _active in drop:
+            store.execute("DELETE FROM tool_calls WHERE id = ?", (row_id,))
+            store.execute("UPDATE messages SET tool_call_count = tool_call_count - 1, "
+                          "calls_elsewhere = calls_elsewhere + 1 WHERE id = ?", (message_id,))
+        result = store.tuples(
+            "SELECT id, text_preview, is_error, exit_code, duration_ms FROM messages WHERE session_id = ? "
+            "AND role = 'toolResult' AND tool_call_id = ? ORDER BY is_synthetic, id LIMIT 1", (session_id, call_id))
+        if result:
+            r = result[0]
+            store.execute("UPDATE tool_calls SET result_message_id = ?, result_preview = ?, is_error = ?, "
+                          "exit_code = COALESCE(?, exit_code), duration_ms = COALESCE(?, duration_ms) WHERE id = ?",
+                          (r[0], r[1], r[2], r[3], r[4], keep[0]))
+
+
 def ensure_source_tables(store: "Store") -> None:
     """The tables source kinds declare (schema.source_tables): created when
     missing, given the columns they gained; a no-op when all are there."""
@@ -119,6 +148,7 @@ MIGRATIONS: list[tuple[str, Callable[["Store"], None]]] = [
     ("openclaw sqlite-era session metadata", _migration_openclaw_sqlite_metadata),
     ("sources: change tokens, resume state, source column", _migration_sources),
     ("costs: cost_source, cache write lifetimes; context, time and usage flags", _migration_costs_and_flags),
+    ("one tool_calls row per tool call", _migration_one_row_per_tool_call),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -212,6 +212,11 @@ class Store:
             )
         }
 
+    def session_call_ids(self, session_id: int) -> dict[str, int]:
+        """call id -> tool_calls row id, for the calls of a session that have an id."""
+        return {r[0]: r[1] for r in self.execute(
+            "SELECT call_id, id FROM tool_calls WHERE session_id = ? AND call_id IS NOT NULL", (session_id,))}
+
     def next_id(self, table: str) -> int:
         """The next free id; only valid inside a write transaction (the lock is held)."""
         return self.next_ids(table)[0]
