@@ -205,6 +205,8 @@ async def _check(datasette, request, database: str) -> None:
 
 async def session_view(datasette, request):
     session_id = int(request.url_vars["id"])
+    if session_id >= 2**63:  # no such row can exist (SQLite's integers are 64-bit): not a server error
+        raise NotFound(f"Session {session_id} not found")
     db = await _snapshot_db(datasette, request)
     await _check(datasette, request, db.name)
     everything = request.args.get("all") in ("1", "true", "yes")

@@ -57,6 +57,7 @@ def _demo_paths() -> list[str]:
 @click.option("-v", "--verbose", is_flag=True, help="Log diagnostics to stderr.")
 def cli(verbose: bool) -> None:
     """AgentBase: archive and explore OpenClaw agent transcripts."""
+    _quiet_limits()
     logging.basicConfig(level=logging.DEBUG if verbose else logging.WARNING, format="%(levelname)s %(message)s")
 
 
@@ -74,7 +75,9 @@ def cli(verbose: bool) -> None:
               help="Import from the servers of this config file (default, when no PATH is given: "
               "$AGENTBASE_CONFIG or ~/.config/agentbase/config.yml if it exists); --server and --agent "
               "then pick a configured server and narrow the agents.")
-def import_(paths, server, agent, db, demo, json_summary, quiet, config_file):
+@click.option("--follow-symlinks", is_flag=True,
+              help="Follow symbolic links that lead out of the PATHs named (by default they are not followed).")
+def import_(paths, server, agent, db, demo, json_summary, quiet, config_file, follow_symlinks):
     """Import transcripts from PATHS (default: the config file's servers, else ~/.openclaw).
 
     A PATH may be an OpenClaw state dir, its agents/ folder, one agent's
@@ -108,11 +111,14 @@ def import_(paths, server, agent, db, demo, json_summary, quiet, config_file):
     def progress(files):
         return click.progressbar(files, label="importing", file=sys.stderr, show_pos=True)
 
+    from .sources.fs import FileSystem
+
+    fs = FileSystem(follow_symlinks=follow_symlinks)
     try:
         if show_bar:
-            report = _run_with_bar(store, paths, server, agent, progress)
+            report = _run_with_bar(store, paths, server, agent, progress, fs)
         else:
-            report = run_import(store, paths, server=server, agent=agent)
+            report = run_import(store, paths, server=server, agent=agent, fs=fs)
     except StoreError as exc:
         raise click.ClickException(str(exc)) from None
     finally:
@@ -141,7 +147,7 @@ def _use_prices(overrides) -> None:
         raise click.ClickException(str(exc)) from None
 
 
-def _run_with_bar(store, paths, server, agent, progress):
+def _run_with_bar(store, paths, server, agent, progress, fs=None):
     holder = {}
 
     def wrap(files):
@@ -150,7 +156,7 @@ def _run_with_bar(store, paths, server, agent, progress):
         return bar.__enter__()
 
     try:
-        return run_import(store, paths, server=server, agent=agent, progress=wrap)
+        return run_import(store, paths, server=server, agent=agent, progress=wrap, fs=fs)
     finally:
         if "bar" in holder:
             holder["bar"].__exit__(None, None, None)
@@ -383,6 +389,16 @@ def _check_password_env(name: str) -> None:
 
 def main() -> None:  # console_scripts entry point
     cli(prog_name="agentbase")
+
+
+def _quiet_limits() -> None:
+    """A file-size limit (``ulimit -f``) must end a run with one line, not kill
+    it: with SIGXFSZ ignored a write past the limit fails with EFBIG, which the
+    store reports."""
+    import signal
+
+    if hasattr(signal, "SIGXFSZ"):
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
 
 
 

@@ -41,7 +41,7 @@ DEFAULT_READ_TIMEOUT = 60.0
 
 _TOP_KEYS = {
     "database", "timezone", "known_hosts", "accept_new_host_keys", "ssh_config", "connect_timeout",
-    "read_timeout", "snapshot", "agents", "servers", "serve", "prices",
+    "read_timeout", "snapshot", "agents", "servers", "serve", "prices", "follow_symlinks",
 }
 _SERVE_KEYS = {"password_env", "sql"}
 _ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -97,6 +97,7 @@ class Config:
     agents: list[str] | None = None  # default for servers without their own list
     serve: ServeOptions | None = None  # the serve: section (agentbase serve)
     prices: dict | None = None  # per-model price overrides: {model: {input_cost_per_token: ..., ...}}
+    follow_symlinks: bool = False  # follow links that lead out of the trees named (default: not)
 
     def server(self, name: str) -> ServerConfig:
         for s in self.servers:
@@ -391,6 +392,7 @@ def parse_config(data: Any, path: str = "<config>") -> Config:
         agents=_agents(data, "agents", path),
         serve=serve,
         prices=_prices(data.get("prices"), f"{path}: prices"),
+        follow_symlinks=_bool(data, "follow_symlinks", path),
     )
 
 

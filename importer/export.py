@@ -28,7 +28,7 @@ import orjson
 from . import parser as P
 from . import shape
 from .search import TOKENIZE, index_text
-from .store import Dialect, Store, StoreError, default_db_path
+from .store import Dialect, Store, StoreError, default_db_path, private_file
 
 BATCH = 2000
 COUNT_COLUMN = shape.COUNT_COLUMN
@@ -458,6 +458,33 @@ def _file_sha256(path: Path) -> str:
     return h.hexdigest()
 
 
+def remove_leftovers(target: Path) -> list[Path]:
+    """Temporary files a killed export left beside ``target`` (its pid no longer
+    runs, or this is it): removed, so they never pile up. Returns them."""
+    gone = []
+    for pattern in (f".{target.name}.tmp-*", f".{inspect_path(target).name}.tmp-*"):
+        for leftover in target.parent.glob(pattern):
+            pid = leftover.name.rsplit(".tmp-", 1)[-1].split("-", 1)[0]
+            if pid.isdigit() and int(pid) != os.getpid() and _running(int(pid)):
+                continue  # another export's, still at work
+            try:
+                leftover.unlink()
+                gone.append(leftover)
+            except OSError:
+                pass
+    return gone
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def inspect_path(snapshot: Path) -> Path:
     """The counts file beside a snapshot: ``snapshot.db`` -> ``snapshot-inspect.json``."""
     return snapshot.with_name(snapshot.stem + "-inspect.json")
@@ -490,13 +517,11 @@ def export_snapshot(store: Store, output: str | os.PathLike | None = None, timez
         return report
     if redact:
         from . import redact as _load_detectors  # noqa: F401  (once, before the worker forks)
-    target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
-    for leftover in (tmp, tmp.with_name(tmp.name + "-journal")):
-        if leftover.exists():
-            leftover.unlink()
-    report = ExportReport(str(target), zone_name)
     inspect_tmp = inspect_file.with_name(f".{inspect_file.name}.tmp-{os.getpid()}")
+    remove_leftovers(target)
+    private_file(tmp)  # 0600 in a 0700 folder: the snapshot holds transcripts
+    report = ExportReport(str(target), zone_name)
     out = sqlite3.connect(str(tmp), isolation_level=None)
     prep = None
     try:
@@ -553,6 +578,7 @@ def export_snapshot(store: Store, output: str | os.PathLike | None = None, timez
             os.fsync(f.fileno())
         counts = {"hash": _file_sha256(tmp), "size": tmp.stat().st_size, "file": target.name,
                   "tables": {t: {"count": n} for t, n in report.rows.items()}}
+        private_file(inspect_tmp)
         inspect_tmp.write_text(json.dumps({target.stem: counts}, indent=2))
         os.replace(tmp, target)
         os.replace(inspect_tmp, inspect_file)

@@ -164,6 +164,9 @@ def format_timestamp(value: Any) -> str | None:
             return None
         return dt.strftime("%Y-%m-%d %H:%M:%S.") + f"{dt.microsecond // 1000:03d}"
     ms = _num(value)
+    if ms is not None and 0 < ms < 1e11:
+        # Seconds, not milliseconds: 1e11 ms is March 1973, 1e11 s the year 5138.
+        ms *= 1000
     if ms is None or not (0 <= ms < 253402300800000):  # 1970 to year 9999
         return None
     dt = datetime.fromtimestamp(ms / 1000.0, tz=timezone.utc)
@@ -550,11 +553,21 @@ def message_row(entry: Entry) -> dict:
     }
     cost = None
     if isinstance(usage, dict):
+        invalid = False
         for column, key in USAGE_KEYS:
-            row[column] = _int(usage.get(key))
+            value = usage.get(key)
+            number = _int(value) if value.__class__ is not bool else None
+            if value is not None and (number is None or number < 0):
+                invalid = True  # kept as written (raw_json), flagged, never summed
+            row[column] = number
         cost_obj = usage.get("cost")
         if isinstance(cost_obj, dict):
-            cost = _num(cost_obj.get("total"))
+            total = cost_obj.get("total")
+            cost = _num(total)
+            if total is not None and (cost is None or cost < 0):
+                invalid = True
+        if invalid:
+            row["usage_invalid"] = 1
         if role == "assistant":
             # One model call = same session, request time, provider, model and usage.
             key = [message.get("timestamp"), message.get("provider"), message.get("model"), usage]

@@ -35,6 +35,7 @@ def run_import(
     agent: str | None = None,
     progress: Callable[[list], object] | None = None,
     sources: Discovery | None = None,
+    fs=None,
 ) -> ImportReport:
     """Import every unit under ``paths``; one bad unit never stops the others.
 
@@ -48,8 +49,8 @@ def run_import(
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _Run(store, report).run(sources if sources is not None else discover(paths, server=server, agent=agent),
-                                       progress, started)
+        found = sources if sources is not None else discover(paths, server=server, agent=agent, fs=fs)
+        return _Run(store, report).run(found, progress, started)
     finally:
         if gc_was_enabled:
             gc.enable()

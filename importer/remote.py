@@ -610,8 +610,31 @@ class SFTPFileSystem(PosixPaths, FileSystem):
     remote = True
 
     def __init__(self, server: RemoteServer):
+        super().__init__(follow_symlinks=getattr(server.config, "follow_symlinks", False))
         self.server = server
         self.label = f"server {server.name}"
+
+    def _outside(self, path: str) -> bool:
+        """Whether ``path`` resolves (on the server) outside the tree being discovered."""
+        if self.confine is None or self.follow_symlinks:
+            return False
+        server = self.server
+        try:
+            target = server._call(f"listing {path}", server.sftp.normalize, path)
+        except OSError:
+            return False  # a dangling link: stat says there is nothing
+        if (target == posixpath.normpath(path) or target == self.confine
+                or target.startswith(self.confine.rstrip("/") + "/")):
+            return False
+        self.outside.append((path, target))
+        return True
+
+    def realpath(self, path: str) -> str:
+        server = self.server
+        try:
+            return server._call(f"listing {path}", server.sftp.normalize, path)
+        except OSError:
+            return path
 
     def abspath(self, path: str) -> str:
         return self.server.abspath(path)
@@ -633,17 +656,25 @@ class SFTPFileSystem(PosixPaths, FileSystem):
             if exc.errno in (errno.ENOENT, errno.ENOTDIR) or isinstance(exc, FileNotFoundError):
                 return None
             raise
+        if self._outside(path):
+            return None
         return self._kind(attr.st_mode), attr.st_size or 0, int(attr.st_mtime or 0) * 1_000_000_000
 
     def listdir(self, path: str) -> list[Listed] | None:
-        attrs = self.server.listdir(path)
+        try:
+            attrs = self.server.listdir(path)
+        except UnicodeDecodeError:
+            raise OSError(errno.EILSEQ, "a name in it is not valid UTF-8 (SFTP cannot list it)") from None
         if attrs is None:
             return None
         out = []
         for attr in attrs:
             full = posixpath.join(path, attr.filename)
             if attr.st_mode is not None and stat.S_ISLNK(attr.st_mode):
-                out.append(Listed(self, attr.filename, full))  # followed when asked (an extra round trip)
+                if self._outside(full):
+                    out.append(Listed(self, attr.filename, full, "outside", 0, 0))
+                else:
+                    out.append(Listed(self, attr.filename, full))  # followed when asked (an extra round trip)
             else:
                 out.append(Listed(self, attr.filename, full, self._kind(attr.st_mode), attr.st_size or 0,
                                   int(attr.st_mtime or 0) * 1_000_000_000))

@@ -34,6 +34,7 @@ def _empty() -> dict:
         "exec_calls": 0,  # the former name of shell_calls, kept for scripts
         "model_calls": 0,
         "unpriced_calls": 0,
+        "invalid_usage": 0,  # messages whose usage is negative or not a number: not in any total
         "messages_with_thinking": 0,
         "usage": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 0, "cost_total": 0.0},
     }
@@ -87,7 +88,8 @@ def _collect(store: Store, by: str | None) -> dict | list[dict]:
         f"SUM({u.format('COALESCE(total_tokens, 0)')}) AS total, "
         f"SUM({u.format('COALESCE(cost_usd, 0)')}) AS cost, "
         "SUM(CASE WHEN usage_counted = 1 AND call_key IS NOT NULL AND is_synthetic = 0 THEN 1 ELSE 0 END) AS calls, "
-        "SUM(CASE WHEN usage_counted = 1 AND cost_source = 'unpriced' THEN 1 ELSE 0 END) AS unpriced "
+        "SUM(CASE WHEN usage_counted = 1 AND cost_source = 'unpriced' THEN 1 ELSE 0 END) AS unpriced, "
+        "SUM(CASE WHEN usage_invalid = 1 THEN 1 ELSE 0 END) AS invalid "
         f"FROM messages{group}{',' if group else ' GROUP BY'} role"
     ):
         t = slot(row)
@@ -96,6 +98,7 @@ def _collect(store: Store, by: str | None) -> dict | list[dict]:
         t["messages_with_thinking"] += int(row["thinking"] or 0)
         t["model_calls"] += int(row["calls"] or 0)
         t["unpriced_calls"] += int(row["unpriced"] or 0)
+        t["invalid_usage"] += int(row["invalid"] or 0)
         usage = t["usage"]
         usage["input"] += int(row["input"] or 0)
         usage["output"] += int(row["output"] or 0)
@@ -147,7 +150,7 @@ def format_table(totals: dict | list[dict], by: str | None) -> str:
         rows.append({**totals, "source": "all"})
     header = names + ["sessions", "messages", "user", "assistant", "toolResult", "tool_calls", "shell",
                       "model_calls", "thinking", "input", "output", "cacheRead", "cacheWrite", "totalTokens",
-                      "cost_usd", "unpriced"]
+                      "cost_usd", "unpriced", "invalid"]
     if by != "day":
         header += ["bad", "pending"]
     table = [header]
@@ -159,6 +162,7 @@ def format_table(totals: dict | list[dict], by: str | None) -> str:
             str(roles.get("toolResult", 0)), str(t["tool_calls"]), str(t["shell_calls"]), str(t["model_calls"]),
             str(t["messages_with_thinking"]), str(u["input"]), str(u["output"]), str(u["cacheRead"]),
             str(u["cacheWrite"]), str(u["totalTokens"]), f"{u['cost_total']:.4f}", str(t["unpriced_calls"]),
+            str(t["invalid_usage"]),
         ]
         if by != "day":
             line += [str(t.get("bad_lines", 0)), str(t.get("pending_lines", 0))]

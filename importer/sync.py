@@ -24,7 +24,7 @@ from typing import Callable, Iterator
 from .config import Config
 from .pipeline import run_import
 from .writer import ImportReport
-from .sources import LOCAL, SourceLost, default_candidates, default_paths, discover
+from .sources import SourceLost, default_candidates, default_paths, discover
 from .sources.fs import FileSystem
 from .store import Store, StoreError, default_db_path
 
@@ -132,7 +132,7 @@ def import_from_config(
         t0 = time.perf_counter()
         try:
             if s.local:
-                result = _import_local(store, s, agents, wrap)
+                result = _import_local(store, config, s, agents, wrap)
             else:
                 result = _import_remote(store, config, s, agents, wrap)
         except StoreError:
@@ -173,9 +173,9 @@ def _import_server(store: Store, fs: FileSystem, s, agents, wrap, result: Server
     result.report = run_import(store, [], server=s.name, progress=wrap, sources=found)
 
 
-def _import_local(store: Store, s, agents, wrap) -> ServerResult:
+def _import_local(store: Store, config: Config, s, agents, wrap) -> ServerResult:
     result = ServerResult(s.name, "local")
-    _import_server(store, LOCAL, s, agents, wrap, result)
+    _import_server(store, FileSystem(follow_symlinks=config.follow_symlinks), s, agents, wrap, result)
     return result
 
 

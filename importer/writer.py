@@ -159,6 +159,18 @@ class SessionWriter:
         self.copied_calls = False
         self.rank = unit.rank
         self.wins = self.session is None or self.rank >= (self.session["source_rank"] or "")
+        # A unit whose name claims another session than the unit the session was
+        # archived from (a copy under another name, an id collision): where
+        # their entries differ, the archive's stay and this unit's are kept as
+        # revisions, and it decides none of the session's derived fields.
+        self.rival = False
+        self.conflicts = 0
+        if self.session is not None:
+            theirs = (self.session["source_rank"] or "").split(":", 2)[-1]
+            mine = unit.source.claimed_session(unit.name)
+            if mine is not None and theirs and theirs != unit.name:
+                other = unit.source.claimed_session(theirs)
+                self.rival = other is not None and other != mine
         self.messages: list[dict] = []
         self.tool_calls: list[dict] = []
         self.entries: list[dict] = []
@@ -179,10 +191,12 @@ class SessionWriter:
         if known is not None:
             if known[2] == digest:
                 return
-            if not self.wins:
-                # An older or lesser copy (backup, checkpoint) disagrees with the
-                # archive: keep its version aside, the archive's stays.
+            if not self.wins or self.rival:
+                # An older or lesser copy (backup, checkpoint), or a rival file,
+                # disagrees with the archive: keep its version aside, the archive's stays.
                 self._keep_revision(entry.entry_id, entry.raw.decode("utf-8", "replace"), None)
+                if self.rival:
+                    self.conflicts += 1
                 return
             self._replace(entry.entry_id, known[3])
         unit = self.unit
@@ -208,7 +222,9 @@ class SessionWriter:
             if row.get("cost_source") is None:
                 self._price(row)
             key = row["call_key"]
-            if key is not None and key in self.counted:
+            if row["usage_invalid"]:
+                row["usage_counted"] = 0  # negative or non-numeric usage: kept, flagged, never summed
+            elif key is not None and key in self.counted:
                 row["usage_counted"] = 0
             else:
                 row["usage_counted"] = 1
@@ -360,7 +376,7 @@ class SessionWriter:
         store = self.store
         rank = self.rank
         session = self.session
-        wins = self.wins
+        wins = self.wins and not self.conflicts
         values: dict = {}
         leaf = session["leaf_entry_id"] if session is not None else None
         if wins:
@@ -532,6 +548,11 @@ def import_unit(store: Store, unit: Unit, checkpoint: Checkpoint | None, report:
         writer.finish(outcome.sessions.get(session))
         report.messages_added += writer.added_messages
         report.entries_added += writer.added_entries
+        if writer.conflicts:
+            theirs = (writer.session["source_rank"] or "").split(":", 2)[-1]
+            report.warnings.append(
+                f"{unit.key} claims session {session}, archived from {theirs}, with different content: "
+                f"{writer.conflicts} entries kept as revisions; the session's cost and active path stay the first's")
     report.bytes_read += outcome.bytes_read
     report.events_read += outcome.events_read
     report.bad_lines += outcome.bad - outcome.bad_before

@@ -23,10 +23,10 @@ import logging
 import pkgutil
 
 from .base import (  # noqa: F401  (the package's public names)
-    Batch, Checkpoint, Container, Discovery, NotATranscript, Opened, Outcome, Scope, SessionInfo, Source,
+    Batch, Checkpoint, Container, Discovery, NotATranscript, Opened, Outcome, Problem, Scope, SessionInfo, Source,
     SourceError, SourceLost, Unit, default_server_name, file_token, sort_units, unchanged,
 )
-from .fs import LOCAL, FileSystem
+from .fs import LOCAL, FileSystem, shown
 
 log = logging.getLogger("agentbase")
 
@@ -115,8 +115,15 @@ def discover(paths: list[str], server: str | None = None, agent: str | None = No
     fs = fs or LOCAL
     out = Discovery()
     wanted = frozenset(agents) if agents is not None else None
+    fs.bad_names, fs.outside = [], []
     for raw in paths:
         path = fs.abspath(raw)
+        if not path.isascii():
+            try:
+                path.encode("utf-8")
+            except UnicodeEncodeError:
+                out.errors.append(f"no such file or folder: {shown(path)} (the name is not valid UTF-8)")
+                continue
         try:
             found = fs.stat(path)
         except OSError as exc:
@@ -126,20 +133,61 @@ def discover(paths: list[str], server: str | None = None, agent: str | None = No
             out.errors.append(f"no such file or folder: {path}")
             continue
         scope = Scope(server or default_server_name(), agent, wanted, timezone)
-        if found[0] == "file":
-            _file(fs, fs.resolve(path) if not fs.remote else path, found, scope, out)
-        elif not _folder(fs, path, scope, out):
-            # One subfolder per server.
-            any_found = False
-            for sub in fs.subdirs(path):
-                if _folder(fs, sub.path, Scope(server or sub.name, agent, wanted, timezone), out):
-                    any_found = True
-                else:
-                    out.warnings.append(f"skipped {sub.path}: no transcripts of a known kind inside")
-            if not any_found:
-                out.errors.append(f"no transcripts found under {path}")
+        # Symlinks that leave the tree named here are not followed (fs.follow_symlinks).
+        fs.confine = fs.realpath(path)
+        try:
+            if found[0] == "file":
+                _file(fs, fs.resolve(path) if not fs.remote else path, found, scope, out)
+            elif not _folder(fs, path, scope, out):
+                # One subfolder per server.
+                any_found = False
+                for sub in fs.subdirs(path):
+                    if _folder(fs, sub.path, Scope(server or sub.name, agent, wanted, timezone), out):
+                        any_found = True
+                    else:
+                        out.warnings.append(f"skipped {sub.path}: no transcripts of a known kind inside")
+                if not any_found:
+                    out.errors.append(f"no transcripts found under {path}")
+        finally:
+            fs.confine = None
+    _problems(fs, server or default_server_name(), out)
     sort_units(out.units)
     return out
+
+
+_TRANSCRIPT_ENDINGS = (".json", ".sqlite", ".db", ".zst")
+
+
+def _problems(fs: FileSystem, server: str, out: Discovery) -> None:
+    """What the listings could not list: names that are not valid UTF-8 become
+    one failed unit each (in the agent whose folder holds them, as far as the
+    listing tells), links out of the tree a warning each."""
+    agents_by_folder: dict[str, tuple[str, str]] = {}
+    for unit in out.units:
+        agents_by_folder.setdefault(fs.dirname(unit.path), (unit.server, unit.agent_id))
+    openclaw = next(s for s in all_sources() if s.name == "openclaw")
+    seen = set()
+    for folder, name in fs.bad_names:
+        parent = fs.basename(folder)
+        if not (parent == "agents" or ".jsonl" in name or name.endswith(_TRANSCRIPT_ENDINGS)):
+            continue  # not a transcript or an agent by its name: nothing to import anyway
+        key = fs.join(shown(folder) if not folder.isascii() else folder, name)
+        if key in seen:
+            continue
+        seen.add(key)
+        where = agents_by_folder.get(folder)
+        if where is None:
+            agent = name if parent == "agents" else (
+                fs.basename(fs.dirname(folder)) if parent in ("sessions", "agent") else parent)
+            where = (server, shown(agent))
+        out.add(Problem(openclaw, where[0], where[1], key,
+                        "the name is not valid UTF-8: rename it to import it (it is shown with escapes)"))
+    for link, target in fs.outside[:20]:
+        out.warnings.append(f"not followed: {link} points outside the tree named ({target}); "
+                            "set follow_symlinks: true in the config to follow such links")
+    if len(fs.outside) > 20:
+        out.warnings.append(f"... and {len(fs.outside) - 20} more links out of the tree not followed")
+    fs.bad_names, fs.outside = [], []
 
 
 def _folder(fs: FileSystem, path: str, scope: Scope, out: Discovery) -> bool:

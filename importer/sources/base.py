@@ -241,6 +241,25 @@ class Unit:
         return f"<{type(self).__name__} {self.server}/{self.agent_id} {self.key}>"
 
 
+class Problem(Unit):
+    """Something a listing found that can never be read as it is (a name that
+    is not valid UTF-8): one failed unit of its own, shown with escapes, so that
+    everything else imports and the problem is reported every run until it is
+    fixed."""
+
+    def __init__(self, source: "Source", server: str, agent_id: str, key: str, message: str):
+        super().__init__(source, server, agent_id, key, key.rsplit("/", 1)[-1], 0, 0, token="problem")
+        self.message = message
+
+    @property
+    def session_type(self) -> str:
+        return "problem"
+
+    def read(self, checkpoint):
+        raise SourceError(self.message)
+        yield  # pragma: no cover
+
+
 class Container:
     """Units that share an open resource (a SQLite database): listed when the
     container is opened, which is skipped when its token is unchanged.
@@ -394,6 +413,14 @@ class Source:
         """Copies (checkpoints, backups) never decide a session's derived fields
         while a live file exists."""
         return False
+
+    def claimed_session(self, name: str) -> str | None:
+        """The session a unit's name says it holds (None: its name says nothing).
+        Two units of one session whose names claim different sessions are rivals:
+        a second file that claims an existing session id with different content
+        (a copy put under another name, an id collision) never rewrites what the
+        first brought."""
+        return None
 
     def not_this_kind(self) -> str:
         return f"not a {self.kind} transcript"

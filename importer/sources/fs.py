@@ -12,11 +12,18 @@ the server in one read transaction and fetched).
 
 from __future__ import annotations
 
+import errno
+import fcntl
 import os
 import posixpath
 import stat as stat_mod
 from contextlib import contextmanager
 from typing import BinaryIO, Iterator
+
+# How far past its listed size a file is read: what a live transcript can
+# plausibly gain while it is being read. The rest is for the next run, so a
+# file replaced by something endless is never read until memory runs out.
+GROWTH = 64 * 1024 * 1024
 
 
 class Listed:
@@ -93,10 +100,24 @@ class Listed:
 
 
 class FileSystem:
-    """The interface (and the local implementation). Paths are strings."""
+    """The interface (and the local implementation). Paths are strings.
+
+    What a hostile or unlucky tree holds is refused here, for every source:
+    only regular files are opened (a FIFO or a device put in a transcript's
+    place is an error, never a hang), reads stop at the listed size plus
+    :data:`GROWTH`, a symlink whose target leaves the tree being discovered
+    (``confine``) is not followed unless ``follow_symlinks``, and an entry whose
+    name is not valid UTF-8 is not listed but noted in ``bad_names``, so that it
+    becomes one error of its own instead of failing every run."""
 
     remote = False
     label = "local"
+
+    def __init__(self, follow_symlinks: bool = False):
+        self.follow_symlinks = follow_symlinks
+        self.confine: str | None = None  # the real path of the tree being discovered
+        self.bad_names: list[tuple[str, str]] = []  # (parent folder, the name shown with escapes)
+        self.outside: list[tuple[str, str]] = []  # (link, where it points): links not followed
 
     # -- paths -----------------------------------------------------------------
 
@@ -116,6 +137,10 @@ class FileSystem:
         """The path with symlinks followed (a single file given on the command line)."""
         return os.path.realpath(path)
 
+    def realpath(self, path: str) -> str:
+        """Where a path leads (the tree a discovery stays in)."""
+        return os.path.realpath(path)
+
     # -- metadata ----------------------------------------------------------------
 
     def stat(self, path: str) -> tuple[str, int, int] | None:
@@ -129,6 +154,13 @@ class FileSystem:
             if exc.errno == 40:  # ELOOP: a symlink loop is nothing to read
                 return None
             raise
+        if self.confine is not None and not self.follow_symlinks:
+            # A link (anywhere on the path) that leads out of the tree; a path the
+            # tree itself names elsewhere (OpenClaw's registered stores) is fine.
+            target = os.path.realpath(path)
+            if target != os.path.normpath(path) and not _inside(target, self.confine):
+                self.outside.append((path, target))
+                return None
         kind = "dir" if stat_mod.S_ISDIR(st.st_mode) else "file" if stat_mod.S_ISREG(st.st_mode) else "other"
         return kind, st.st_size, st.st_mtime_ns
 
@@ -151,9 +183,26 @@ class FileSystem:
         folder. A folder that cannot be listed raises OSError."""
         try:
             with os.scandir(path) as it:
-                return [Listed(self, e.name, e.path, entry=e) for e in it]
+                entries = list(it)
         except (FileNotFoundError, NotADirectoryError):
             return None
+        out = []
+        for e in entries:
+            name = e.name
+            if not name.isascii():
+                try:
+                    name.encode("utf-8")
+                except UnicodeEncodeError:  # bytes that are not UTF-8, kept by surrogateescape
+                    self.bad_names.append((path, shown(name)))
+                    continue
+            if self.confine is not None and not self.follow_symlinks and e.is_symlink():
+                target = os.path.realpath(e.path)
+                if not _inside(target, self.confine):
+                    self.outside.append((e.path, target))
+                    out.append(Listed(self, name, e.path, "outside", 0, 0))
+                    continue
+            out.append(Listed(self, name, e.path, entry=e))
+        return out
 
     def subdirs(self, path: str) -> list[Listed]:
         """The folders in ``path``, by name (none when it cannot be listed)."""
@@ -165,8 +214,19 @@ class FileSystem:
     # -- contents ----------------------------------------------------------------
 
     def open(self, path: str, size: int | None = None) -> BinaryIO:
-        """The file for reading (seek/read)."""
-        return open(path, "rb")
+        """The file for reading (seek/read): a regular file only, read at most
+        up to its listed ``size`` plus :data:`GROWTH`."""
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0))
+        try:
+            st = os.fstat(fd)
+            if not stat_mod.S_ISREG(st.st_mode):
+                raise OSError(errno.EINVAL, "not a regular file (a FIFO, device or socket is never read)")
+            fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
+        except BaseException:
+            os.close(fd)
+            raise
+        f = os.fdopen(fd, "rb")
+        return Bounded(f, (size if size is not None else st.st_size) + GROWTH)
 
     def read_bytes(self, path: str) -> bytes:
         with self.open(path) as f:
@@ -180,6 +240,48 @@ class FileSystem:
 
 
 LOCAL = FileSystem()
+
+
+def shown(name: str) -> str:
+    """A name that is not valid UTF-8, with its bytes shown as escapes (storable, printable)."""
+    return os.fsencode(name).decode("utf-8", "backslashreplace")
+
+
+def _inside(target: str, root: str) -> bool:
+    return target == root or target.startswith(root.rstrip(os.sep) + os.sep)
+
+
+class Bounded:
+    """A binary file read at most up to ``limit`` bytes."""
+
+    def __init__(self, f, limit: int):
+        self._f = f
+        self.limit = limit
+
+    def read(self, n: int = -1) -> bytes:
+        left = self.limit - self._f.tell()
+        if left <= 0:
+            return b""
+        return self._f.read(left if n is None or n < 0 else min(n, left))
+
+    def seek(self, pos: int, whence: int = 0) -> int:
+        return self._f.seek(pos, whence)
+
+    def tell(self) -> int:
+        return self._f.tell()
+
+    def close(self) -> None:
+        self._f.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._f.closed
+
+    def __enter__(self) -> "Bounded":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
 
 class PosixPaths:

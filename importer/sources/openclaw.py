@@ -55,6 +55,19 @@ def is_transcript_name(name: str) -> bool:
     )
 
 
+def claimed_session(name: str) -> str | None:
+    """The session id a transcript's name implies: its stem (``X.jsonl``,
+    ``X.jsonl.reset.<ts>``, ``X.checkpoint.<uuid>.jsonl``, a store's ``<db>#X``
+    or ``<db>#archive/X.jsonl.deleted...``): renames and copies of one session
+    share it."""
+    if "#" in name:
+        name = name.split("#", 1)[1]
+        name = name[len("archive/"):] if name.startswith("archive/") else name
+        if "." not in name:
+            return P.clamp_id(name)
+    return P.session_id_from_name(name)
+
+
 def looks_like_pi_format(head: bytes) -> bool:
     """Whether the first bytes of a file read as an OpenClaw/pi transcript: a
     ``session`` header, or entries of the types that format has."""
@@ -135,6 +148,9 @@ class OpenClawJSONL(Source):
 
     def is_copy(self, name: str) -> bool:
         return P.is_copy(name)
+
+    def claimed_session(self, name: str) -> str | None:
+        return claimed_session(name)
 
     def not_this_kind(self) -> str:
         return "not an OpenClaw transcript: no session header and no known entry type"

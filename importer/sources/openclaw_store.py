@@ -30,7 +30,7 @@ from .. import parser as P
 from ..store import Store
 from .base import Batch, Checkpoint, Container, Discovery, Opened, Outcome, Scope, Source, SourceError, Unit
 from .fs import FileSystem
-from .openclaw import IMPORT_ARCHIVE_DIR, TranscriptFile, state_agents_dir
+from .openclaw import IMPORT_ARCHIVE_DIR, TranscriptFile, claimed_session, state_agents_dir
 
 log = logging.getLogger("agentbase")
 
@@ -210,6 +210,9 @@ class OpenClawStore(Source):
 
     def is_copy(self, name: str) -> bool:
         return P.is_copy(name)
+
+    def claimed_session(self, name: str) -> str | None:
+        return claimed_session(name)
 
     def not_this_kind(self) -> str:
         return "not an OpenClaw transcript: no session header and no known entry type"

@@ -18,7 +18,8 @@ import sqlite3
 from pathlib import Path
 
 from .common import (  # noqa: F401  (the package's public names)
-    BackgroundFailure, Commit, Row, RowRejected, RowTooLarge, StoreError, default_db_path, now_utc,
+    BackgroundFailure, Commit, Row, RowRejected, RowTooLarge, StoreError, busy_timeout, default_db_path, now_utc,
+    private_file,
 )
 from .dialects import Dialect, MariaDBDialect  # noqa: F401
 from .mariadb import MariaDBStore, _open_mariadb, mask_url  # noqa: F401
@@ -53,9 +54,10 @@ def open_store(url: str | None = None, migrate: bool = True) -> Store:
     else:
         path = default_db_path()
     path = path.expanduser()
+    busy = busy_timeout()
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(str(path), isolation_level=None, timeout=60, check_same_thread=False)
+        private_file(path)
+        conn = sqlite3.connect(str(path), isolation_level=None, timeout=busy, check_same_thread=False)
         conn.row_factory = sqlite3.Row
         # Large pages: transcripts are mostly long values that would otherwise
         # spill over many 4 KB overflow pages. Only takes effect on a new file.
@@ -63,12 +65,13 @@ def open_store(url: str | None = None, migrate: bool = True) -> Store:
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA wal_autocheckpoint = 4096")
         conn.execute("PRAGMA synchronous = NORMAL")
-        conn.execute("PRAGMA busy_timeout = 60000")
+        conn.execute(f"PRAGMA busy_timeout = {int(busy * 1000)}")
         conn.execute("PRAGMA cache_size = -65536")
         conn.execute("PRAGMA foreign_keys = OFF")
     except (OSError, sqlite3.Error) as exc:
         raise StoreError(f"cannot open the store at {path}: {exc}") from None
     store = Store(conn, Dialect(), str(path))
+    store.busy_timeout_s = busy
     if migrate:
         try:
             store.migrate()

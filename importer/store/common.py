@@ -87,3 +87,38 @@ class Row:
 
 def _row(values: dict) -> Row:
     return Row(tuple(values.values()), {name: i for i, name in enumerate(values)})
+
+
+def busy_timeout() -> float:
+    """How long a write waits for another writer's lock on the embedded store:
+    ``$AGENTBASE_BUSY_TIMEOUT`` seconds, else 60."""
+    try:
+        value = float(os.environ.get("AGENTBASE_BUSY_TIMEOUT", "60"))
+    except ValueError:
+        raise StoreError("AGENTBASE_BUSY_TIMEOUT must be a number of seconds") from None
+    return max(value, 0.0)
+
+
+def private_file(path: Path) -> None:
+    """The archive and the snapshot hold credentials (the store keeps the
+    originals): a file only its owner can read (0600), in folders this creates
+    only its owner can enter (0700). An existing file that others could read is
+    made private too, with its -wal and -shm."""
+    path = Path(path)
+    missing = []
+    parent = path.parent
+    while not parent.exists():
+        missing.append(parent)
+        parent = parent.parent
+    for folder in reversed(missing):
+        folder.mkdir(mode=0o700, exist_ok=True)
+    if not path.exists():
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))
+        return
+    for one in (path, Path(str(path) + "-wal"), Path(str(path) + "-shm")):
+        try:
+            st = one.stat()
+            if st.st_uid == os.getuid() and st.st_mode & 0o077:
+                one.chmod(st.st_mode & 0o700)
+        except OSError:
+            pass  # not there, or not ours: left as it is

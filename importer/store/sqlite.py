@@ -20,6 +20,8 @@ class Store:
     the plumbing for MariaDB.
     """
 
+    busy_timeout_s = 60.0
+
     def __init__(self, conn, dialect: Dialect, location: str):
         self.conn = conn
         self.dialect = dialect
@@ -63,17 +65,50 @@ class Store:
         :meth:`settle` before it counts the work as done. SQLite commits
         at once either way.
         """
-        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            self.conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            raise self._error(exc, "cannot start writing to") from None
         self._in_tx = True
         try:
             yield
+        except sqlite3.OperationalError as exc:
+            self._rollback()
+            raise self._error(exc, "stopped writing to") from None
         except BaseException:
-            self.conn.rollback()
+            self._rollback()
             raise
         else:
-            self.conn.commit()
+            try:
+                self.conn.commit()
+            except sqlite3.OperationalError as exc:
+                self._rollback()
+                raise self._error(exc, "cannot commit to") from None
         finally:
             self._in_tx = False
+
+    def _rollback(self) -> None:
+        try:
+            self.conn.rollback()
+        except sqlite3.Error:
+            pass  # nothing to roll back, or SQLite already did (a full disk)
+
+    def _error(self, exc: sqlite3.OperationalError, doing: str) -> StoreError:
+        """What a user can act on, in one line: the store is locked past the busy
+        timeout, the disk is full, a file-size limit was hit. The transaction was
+        rolled back: a rerun completes the work."""
+        text = str(exc)
+        if "locked" in text or "busy" in text:
+            why = (f"another program holds its write lock (waited {self.busy_timeout_s:g} s; "
+                   "AGENTBASE_BUSY_TIMEOUT sets how long)")
+        elif "full" in text:
+            why = "the disk is full"
+        elif "I/O" in text or "disk" in text:
+            why = f"a write failed ({text}: a full disk or a file-size limit?)"
+        else:
+            why = text
+        return StoreError(f"{doing} the store {self.location}: {why}; nothing of the unit in progress was kept, "
+                          "a rerun goes on from there")
 
     last_commit: "Commit | None" = None  # the last deferred transaction's; None: committed at once
 
