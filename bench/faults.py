@@ -504,6 +504,142 @@ class Bench:
         self.row("invalid UTF-8", trials, int(bool(problems or kept != 10)), lost, "; ".join(problems))
 
 
+    # -- what a hostile tree holds (issue: trust, part 3) -------------------------
+
+    def replaced_after_listing(self, how: str) -> None:
+        """A transcript replaced by a FIFO (which would block a reader forever) or by a link
+        to /dev/zero (which would be read until memory runs out) between listing and reading."""
+        root, sessions, ref = self._tree_with(f"swap-{how}")
+        victim = sessions / "5a5a5a5a-0000-4000-8000-000000000001.jsonl"
+        c = Chain()
+        victim.write_bytes(line(header(victim.stem)) + line(c.user("replaced before it is read")))
+        replace = "os.mkfifo(u.path)" if how == "fifo" else "os.symlink('/dev/zero', u.path)"
+        wrap = (
+            "import os, resource, sys\n"
+            "resource.setrlimit(resource.RLIMIT_AS, (2 * 2**30, 2 * 2**30))\n"
+            "from importer import pipeline\n"
+            "real = pipeline.discover\n"
+            "def listing(*a, **k):\n"
+            "    found = real(*a, **k)\n"
+            "    for u in found.units:\n"
+            "        if '5a5a5a5a' in u.path:\n"
+            "            os.unlink(u.path)\n"
+            f"            {replace}\n"
+            "    return found\n"
+            "pipeline.discover = listing\n"
+            "from importer.cli import cli\n"
+            "sys.exit(cli(['import', sys.argv[1], '--db', sys.argv[2]], prog_name='agentbase'))\n"
+        )
+        started = time.perf_counter()
+        try:
+            proc, lost, problems = self._ok_import(root, ref, f"swap-{how}", want_rc=(1,), wrap=wrap)
+        except subprocess.TimeoutExpired:
+            self.row(f"{'FIFO' if how == 'fifo' else '/dev/zero link'} after listing", 1, 1, 0, "hung")
+            return
+        errors = [ln for ln in proc.stderr.splitlines() if ln.startswith("error:")]
+        if len(errors) != 1 or "not a regular file" not in errors[0]:
+            problems.append(f"error lines: {errors[:2]}")
+        label = "FIFO after listing" if how == "fifo" else "/dev/zero link after listing"
+        self.row(label, 1, int(bool(problems)), lost,
+                 "; ".join(problems) or f"one error line, {time.perf_counter() - started:.1f} s")
+
+    def non_utf8_names(self) -> None:
+        """A file and an agent folder whose names are not UTF-8: one error each, every run."""
+        root, sessions, ref = self._tree_with("names")
+        bad_file = os.fsencode(sessions) + b"/\xff\xfe-not-utf8.jsonl"
+        with open(bad_file, "wb") as f:
+            f.write(line(header("badbad00-0000-4000-8000-000000000000")))
+        os.makedirs(os.fsencode(root / "agents") + b"/caf\xe9/sessions")
+        problems, lost = [], 0
+        for attempt in range(2):
+            proc, lost_now, found = self._ok_import(root, ref, "names", want_rc=(1,))
+            lost += lost_now
+            problems += found
+            errors = [ln for ln in proc.stderr.splitlines() if ln.startswith("error:")]
+            if len(errors) != 2 or not all("not valid UTF-8" in ln for ln in errors):
+                problems.append(f"run {attempt + 1}: error lines {errors[:2]}")
+        self.row("names not UTF-8", 2, int(bool(problems)), lost, "; ".join(problems[:2]))
+
+    def locked_store(self) -> None:
+        """The embedded store held by another writer past the busy timeout."""
+        root, _sessions, ref = self._tree_with("locked")
+        db = self.work / "locked.db"
+        agentbase("init", "--db", f"sqlite:///{db}")
+        holder = sqlite3.connect(db, isolation_level=None)
+        holder.execute("BEGIN IMMEDIATE")
+        try:
+            proc = agentbase("import", root, "--db", f"sqlite:///{db}",
+                             env=dict(ENV, AGENTBASE_BUSY_TIMEOUT="1"))
+        finally:
+            holder.rollback()
+            holder.close()
+        problems = [] if one_error_line(proc, "write lock") else [f"rc {proc.returncode} {proc.stderr.strip()[-150:]!r}"]
+        again = agentbase("import", root, "--db", f"sqlite:///{db}")
+        lost, extra = compare({t: r for t, r in ref.items() if t != "parsed_files"}, dump_url(f"sqlite:///{db}"))
+        if again.returncode != 0 or extra:
+            problems.append(f"rerun rc {again.returncode}, {extra} doubled")
+        self.row("store locked by another writer", 1, int(bool(problems)), lost, "; ".join(problems))
+
+    def import_into_full(self, tree: Path) -> None:
+        """A full disk (tmpfs, as root) and a file-size limit while the embedded store is being
+        written: one error line, the store consistent, and a rerun equal to a clean import."""
+        reference = dump_url(f"sqlite:///{self.work / 'kill-clean.db'}")
+        trials = failures = lost_total = 0
+        notes = []
+        mount = self.work / "tmpfs-import"
+        mount.mkdir(exist_ok=True)
+        mounted = os.geteuid() == 0 and subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mount)], capture_output=True).returncode == 0
+        cases = []
+        if mounted:
+            cases += [("tmpfs", 0.25), ("tmpfs", 0.6)]
+        cases += [("fsize", 0.3), ("fsize", 0.7)]
+        clean_size = (self.work / "kill-clean.db").stat().st_size
+        try:
+            for how, room in cases:
+                trials += 1
+                if how == "tmpfs":
+                    subprocess.run(["mount", "-o", f"remount,size={int(clean_size * room) + 2**20}", str(mount)],
+                                   check=True)
+                    db = mount / "store.db"
+                    preexec = None
+                else:
+                    db = self.work / f"fsize-import-{room}.db"
+                    limit = int(clean_size * room)
+
+                    def preexec(limit=limit):
+                        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+                proc = agentbase("import", tree, "--db", f"sqlite:///{db}", "-q", preexec=preexec)
+                problems = []
+                if not one_error_line(proc):
+                    problems.append(f"rc {proc.returncode} {proc.stderr.strip()[-150:]!r}")
+                conn = sqlite3.connect(db)
+                if conn.execute("PRAGMA integrity_check").fetchone()[0] != "ok":
+                    problems.append("store damaged")
+                conn.close()
+                if how == "tmpfs":  # room again: move the store to where it can grow
+                    moved = self.work / f"tmpfs-moved-{room}.db"
+                    for suffix in ("", "-wal", "-shm"):
+                        if Path(str(db) + suffix).exists():
+                            shutil.move(str(db) + suffix, str(moved) + suffix)
+                    db = moved
+                again = agentbase("import", tree, "--db", f"sqlite:///{db}", "-q")
+                got = dump_url(f"sqlite:///{db}")
+                lost, extra = compare({t: r for t, r in reference.items() if t != "parsed_files"},
+                                      {t: r for t, r in got.items() if t != "parsed_files"})
+                if again.returncode != 0 or extra:
+                    problems.append(f"rerun rc {again.returncode}, {extra} doubled")
+                lost_total += lost
+                if problems:
+                    failures += 1
+                    notes.append(f"{how} {room:.0%}: " + "; ".join(problems))
+        finally:
+            if mounted:
+                subprocess.run(["umount", str(mount)], capture_output=True)
+        how = "tmpfs and RLIMIT_FSIZE" if mounted else "RLIMIT_FSIZE (no tmpfs: not root)"
+        self.row("full disk / ulimit -f on import", trials, failures, lost_total, f"({how}) " + "; ".join(notes[:2]))
+
+
 def inspect_size(snapshot: Path) -> int:
     p = snapshot.with_name(snapshot.stem + "-inspect.json")
     return p.stat().st_size if p.exists() else 0
@@ -568,6 +704,11 @@ def main() -> None:
         bench.symlink_loop()
         bench.deleted_after_listing()
         bench.invalid_utf8()
+        bench.replaced_after_listing("fifo")
+        bench.replaced_after_listing("zero")
+        bench.non_utf8_names()
+        bench.locked_store()
+        bench.import_into_full(tree)
     finally:
         bench.drop_databases()
         if not args.workdir:
