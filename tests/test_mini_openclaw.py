@@ -374,6 +374,26 @@ def test_langchain_list(tmp_path):
                       "AND time_approximate = 1") == 7
 
 
+def test_a_langchain_result_written_after_its_call_is_paired_on_the_next_run(tmp_path):
+    path = F.langchain(tmp_path / "lc")
+    full = json.loads(path.read_text())
+    F.write(path, full[:2])  # the calls, not yet their results
+    db = tmp_path / "a.db"
+    do_import(db, path)
+    assert scalar(db, "SELECT COUNT(*) FROM tool_calls WHERE result_message_id IS NULL") == 2
+    F.write(path, full)
+    assert do_import(db, path).messages_added == 5
+    paired = [("call_00_aaaaaaaa", "tool", 0), ("call_01_bbbbbbbb", "tool", 1)]
+    sql = ("SELECT t.call_id, r.role, t.is_error FROM tool_calls t JOIN messages r ON r.id = t.result_message_id "
+           "ORDER BY t.id")
+    assert rows(db, sql) == paired
+    # the calls' message changes (a field of its own), its results do not: paired again from the store
+    full[1]["response_metadata"] = {"finish_reason": "tool_calls"}
+    F.write(path, full)
+    assert do_import(db, path).messages_added == 0
+    assert rows(db, sql) == paired and scalar(db, "SELECT COUNT(*) FROM entry_revisions") == 1
+
+
 def test_per_message_local_times_in_the_servers_zone(tmp_path):
     app = tmp_path / "app"
     F.timestamped(app)
@@ -710,6 +730,7 @@ def test_paths_accepted_and_the_agent_name(tmp_path):
     for path in (app, app / "backend", sessions):
         assert _found([path], server="h") == want
     assert _found([app], server="h", agent="other") == [(k, s, "other", n) for k, s, _a, n in want]
+    assert _found([app], server="h", agents=["box1"]) == want and _found([app], server="h", agents=["x"]) == []
     # a folder of per-server trees: no kind claims it, each subfolder is a server
     assert not M.SOURCE.find(LOCAL, str(tmp_path / "servers"), Scope("h"), Discovery())
     assert _found([tmp_path / "servers"]) == [
