@@ -120,9 +120,6 @@ MESSAGE_DEFAULTS = {
     "tool_call_id": None, "tool_name": None, "call_key": None, "api": None, "stop_reason": None,
 }
 _DEFAULT_KEYS = MESSAGE_DEFAULTS.keys()
-# Roles of a tool's result, paired with its call by tool_call_id: OpenClaw's toolResult, and the
-# OpenAI/LangChain "tool" role some kinds keep as the source has it.
-RESULT_ROLES = ("toolResult", "tool")
 
 
 class SessionWriter:
@@ -259,7 +256,8 @@ class SessionWriter:
                 self.tool_calls.append(call)
                 if call["call_id"] is not None:
                     self.open_calls[call["call_id"]] = call
-            if row["role"] in RESULT_ROLES and row["tool_call_id"] is not None:
+            if row["tool_call_id"] is not None:
+                # a tool's result (OpenClaw's toolResult, the "tool" role some kinds keep): paired with its call
                 self._result(row)
             self.added_messages += 1
             table = "messages"
@@ -507,8 +505,7 @@ class SessionWriter:
             seen = set()
             for r in store.execute(
                 "SELECT id, tool_call_id, text_preview, is_error, exit_code, duration_ms FROM messages "
-                f"WHERE session_id = ? AND role IN ('toolResult', 'tool') AND tool_call_id IN ({marks}) "
-                "ORDER BY is_synthetic, id",
+                f"WHERE session_id = ? AND tool_call_id IN ({marks}) ORDER BY is_synthetic, id",
                 (self.session_id, *batch),
             ):
                 if r[1] in seen:

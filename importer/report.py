@@ -1,0 +1,272 @@
+"""Usage reports read back from the archive (``agentbase report``): tokens and
+cost per local day, per month or per session, each with a totals row and,
+with ``breakdown``, a line per model.
+
+The figures are stats' (stats.py): every message counted once
+(``usage_counted = 1``), the five token sums and the cost; calls with tokens
+and no price are counted as ``unpriced_calls``, never as $0. Days are local
+days in the report's time zone: usage is summed per UTC hour in SQL, and each
+hour goes to its local day (every zone's offset is a whole number of quarter
+hours, so a UTC hour never straddles two local days except in zones offset by
+a fraction of an hour: those are summed per UTC minute instead).
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone as dt_timezone
+
+from .store import Store, StoreError
+
+KEYS = ("input", "output", "cacheRead", "cacheWrite", "totalTokens")
+COLUMNS = {"input": "input_tokens", "output": "output_tokens", "cacheRead": "cache_read_tokens",
+           "cacheWrite": "cache_write_tokens", "totalTokens": "total_tokens"}
+KINDS = ("daily", "monthly", "session")
+
+
+@dataclass
+class Figures:
+    input: int = 0
+    output: int = 0
+    cacheRead: int = 0
+    cacheWrite: int = 0
+    totalTokens: int = 0
+    cost_usd: float = 0.0
+    unpriced_calls: int = 0
+    calls: int = 0
+
+    def add(self, other: "Figures") -> None:
+        for k in (*KEYS, "cost_usd", "unpriced_calls", "calls"):
+            setattr(self, k, getattr(self, k) + getattr(other, k))
+
+    def as_dict(self) -> dict:
+        out = {k: getattr(self, k) for k in KEYS}
+        out["cost_usd"] = round(self.cost_usd, 10)
+        out["unpriced_calls"] = self.unpriced_calls
+        return out
+
+
+@dataclass
+class Row:
+    key: str  # the day, the month, or the session's id (sessions.id as text)
+    figures: Figures = field(default_factory=Figures)
+    models: dict[str, Figures] = field(default_factory=dict)
+    info: dict = field(default_factory=dict)  # a session's title, agent, server, source, last activity
+
+
+def _day_bounds(value: str | None, what: str) -> str | None:
+    """YYYY-MM-DD (or YYYYMMDD, as ccusage takes it) -> YYYY-MM-DD; a one-line error otherwise."""
+    if value is None:
+        return None
+    v = value.strip()
+    if len(v) == 8 and v.isdigit():
+        v = f"{v[:4]}-{v[4:6]}-{v[6:]}"
+    try:
+        datetime.strptime(v, "%Y-%m-%d")
+    except ValueError:
+        raise StoreError(f"{what} {value!r} is not a day: use YYYY-MM-DD (or YYYYMMDD)") from None
+    return v
+
+
+def collect(store: Store, kind: str, zone, since: str | None = None, until: str | None = None,
+            agent: str | None = None, server: str | None = None, source: str | None = None) -> list[Row]:
+    """The report's rows, oldest first (sessions: by last activity)."""
+    if kind not in KINDS:
+        raise StoreError(f"unknown report {kind!r}: daily, monthly or session")
+    since, until = _day_bounds(since, "--since"), _day_bounds(until, "--until")
+    where = ["m.usage_counted = 1"]
+    params: list = []
+    for column, value in (("m.agent_id", agent), ("m.server", server), ("m.source", source)):
+        if value is not None:
+            where.append(f"{column} = ?")
+            params.append(value)
+    # Local days need the UTC time to the hour; zones off by a fraction of an hour to the minute.
+    cut = 13 if _whole_hours(zone) else 16
+    # A margin of a day on each side in UTC; the exact local bounds are applied below.
+    if since:
+        where.append("m.timestamp >= ?")
+        params.append((datetime.fromisoformat(since) - timedelta(days=1)).strftime("%Y-%m-%d"))
+    if until:
+        where.append("m.timestamp < ?")
+        params.append((datetime.fromisoformat(until) + timedelta(days=2)).strftime("%Y-%m-%d"))
+    per_session = kind == "session"
+    group = f"substr(m.timestamp, 1, {cut})" + (", m.session_id" if per_session else "")
+    sums = ", ".join(f"SUM(COALESCE(m.{c}, 0))" for c in COLUMNS.values())
+    sql = (f"SELECT {group}, COALESCE(m.model, ''), {sums}, SUM(COALESCE(m.cost_usd, 0)), "
+           "SUM(CASE WHEN m.cost_source = 'unpriced' THEN 1 ELSE 0 END), "
+           "SUM(CASE WHEN m.cost_source IS NOT NULL THEN 1 ELSE 0 END) "
+           f"FROM messages m WHERE {' AND '.join(where)} AND m.timestamp IS NOT NULL "
+           f"GROUP BY {group}, COALESCE(m.model, '')")
+    rows: dict[str, Row] = {}
+    local = _LocalDay(zone)
+    for rec in store.tuples(sql, params):
+        stamp = rec[0]
+        offset = 2 if per_session else 1
+        model = rec[offset]
+        values = rec[offset + 1:]
+        day = local(stamp)
+        if day is None or (since and day < since) or (until and day > until):
+            continue
+        if not any(values[:5]) and not values[5] and not values[6]:
+            continue  # no usage at all (a user message): not in a usage report
+        f = Figures(*(int(v or 0) for v in values[:5]), float(values[5] or 0.0), int(values[6] or 0),
+                    int(values[7] or 0))
+        key = str(rec[1]) if per_session else (day[:7] if kind == "monthly" else day)
+        row = rows.get(key)
+        if row is None:
+            row = rows[key] = Row(key)
+        row.figures.add(f)
+        row.models.setdefault(model or "(no model)", Figures()).add(f)
+        if per_session:
+            last = row.info.get("last_day")
+            if last is None or day > last:
+                row.info["last_day"] = day
+    if per_session and rows:
+        _session_info(store, rows)
+        return sorted(rows.values(), key=lambda r: (r.info.get("last_day") or "", r.key))
+    return [rows[k] for k in sorted(rows)]
+
+
+def _session_info(store: Store, rows: dict[str, Row]) -> None:
+    ids = [int(k) for k in rows]
+    for i in range(0, len(ids), 500):
+        batch = ids[i:i + 500]
+        marks = ", ".join("?" for _ in batch)
+        for sid, uuid, agent, server, source, title, label in store.tuples(
+                f"SELECT id, session_uuid, agent_id, server, source, title, label FROM sessions WHERE id IN ({marks})",
+                batch):
+            rows[str(sid)].info.update({"session_uuid": uuid, "agent": agent, "server": server, "source": source,
+                                        "title": label or title or uuid})
+
+
+def _whole_hours(zone) -> bool:
+    now = datetime.now(dt_timezone.utc)
+    for days in range(0, 366, 30):  # both sides of a daylight-saving change
+        offset = (now + timedelta(days=days)).astimezone(zone).utcoffset() or timedelta(0)
+        if offset.total_seconds() % 3600:
+            return False
+    return True
+
+
+class _LocalDay:
+    """UTC 'YYYY-MM-DD HH[:MM]' -> the local day it falls on (cached)."""
+
+    def __init__(self, zone):
+        self.zone = zone
+        self.cache: dict[str, str | None] = {}
+
+    def __call__(self, stamp: str) -> str | None:
+        found = self.cache.get(stamp)
+        if found is None and stamp not in self.cache:
+            try:
+                text = stamp + (":00" if len(stamp) == 13 else "") + ":00"
+                dt = datetime.fromisoformat(text.replace(" ", "T")).replace(tzinfo=dt_timezone.utc)
+                found = dt.astimezone(self.zone).strftime("%Y-%m-%d")
+            except (ValueError, OverflowError):
+                found = None
+            self.cache[stamp] = found
+        return found
+
+
+def totals(rows: list[Row]) -> Figures:
+    out = Figures()
+    for row in rows:
+        out.add(row.figures)
+    return out
+
+
+def as_json(kind: str, rows: list[Row], zone_name: str, price_date: str | None, breakdown: bool) -> dict:
+    name = {"daily": "day", "monthly": "month", "session": "session_id"}[kind]
+    out_rows = []
+    for row in rows:
+        d = {name: int(row.key) if kind == "session" else row.key, **row.figures.as_dict(),
+             "models": sorted(row.models)}
+        if kind == "session":
+            d.update({k: row.info.get(k) for k in ("session_uuid", "title", "agent", "server", "source", "last_day")})
+        if breakdown:
+            d["breakdown"] = [{"model": m, **f.as_dict()} for m, f in sorted(row.models.items())]
+        out_rows.append(d)
+    return {"report": kind, "timezone": zone_name, "price_table": price_date, "rows": out_rows,
+            "totals": totals(rows).as_dict()}
+
+
+# -- the table -----------------------------------------------------------------
+
+
+def _compact(n: int) -> str:
+    for unit, size in (("G", 10**9), ("M", 10**6), ("k", 10**3)):
+        if abs(n) >= size:
+            value = n / size
+            return f"{value:.1f}{unit}" if value < 100 else f"{value:.0f}{unit}"
+    return str(n)
+
+
+def _cost(c: float, unpriced: int) -> str:
+    text = f"${c:,.2f}" if c >= 0.01 or c == 0 else f"${c:.4f}"
+    return text + ("*" if unpriced else "")
+
+
+def format_table(kind: str, rows: list[Row], zone_name: str, price_date: str | None, breakdown: bool,
+                 width: int | None = None) -> str:
+    """The report as text: fits ``width`` columns (the terminal's, at least 80)."""
+    width = width or max(80, shutil.get_terminal_size((80, 24)).columns)
+    label = {"daily": "Day", "monthly": "Month", "session": "Session"}[kind]
+    wide = width >= 120
+    number = (lambda n: f"{n:,}") if wide else _compact
+    head = [label, "Input", "Output", "Cache write", "Cache read", "Total", "Cost"]
+    if wide:
+        head.insert(1, "Models")
+    lines: list[list[str]] = []
+
+    def line(name: str, f: Figures, models: str = "") -> list[str]:
+        cells = [name, number(f.input), number(f.output), number(f.cacheWrite), number(f.cacheRead),
+                 number(f.totalTokens), _cost(f.cost_usd, f.unpriced_calls)]
+        if wide:
+            cells.insert(1, models)
+        return cells
+
+    for row in rows:
+        name = row.key
+        if kind == "session":
+            title = str(row.info.get("title") or row.key)
+            name = f"{row.info.get('last_day', '')} {title}"
+        lines.append(line(name, row.figures, ", ".join(sorted(row.models))))
+        if breakdown:
+            for model, f in sorted(row.models.items()):
+                lines.append(line(f"  └ {model}", f))
+    total = totals(rows)
+    lines.append(line("Total", total, ""))
+    widths = [len(h) for h in head]
+    for cells in lines:
+        for i, c in enumerate(cells):
+            widths[i] = max(widths[i], len(c))
+    # The name column (and a wide table's models) give way to fit the width.
+    fixed = sum(widths) + 2 * (len(widths) - 1)
+    if fixed > width:
+        squeeze = [0, 1] if wide else [0]
+        for i in squeeze:
+            over = sum(widths) + 2 * (len(widths) - 1) - width
+            if over <= 0:
+                break
+            widths[i] = max(len(head[i]), widths[i] - over)
+
+    def fit(text: str, w: int) -> str:
+        return text if len(text) <= w else text[: max(1, w - 1)] + "…"
+
+    def render(cells: list[str]) -> str:
+        out = []
+        for i, c in enumerate(cells):
+            text = fit(c, widths[i])
+            first = i == 0 or (wide and i == 1)
+            out.append(text.ljust(widths[i]) if first else text.rjust(widths[i]))
+        return "  ".join(out).rstrip()
+
+    rule = "-" * min(width, sum(widths) + 2 * (len(widths) - 1))
+    body = [render(head), rule] + [render(c) for c in lines[:-1]] + [rule, render(lines[-1])]
+    notes = [f"Local days in {zone_name}. Each model call counted once."]
+    if total.unpriced_calls:
+        notes.append(f"* {total.unpriced_calls:,} calls have tokens but no price: not in the cost (never $0).")
+    if price_date:
+        notes.append(f"Costs not recorded by the agent are priced from the table of {price_date}.")
+    return "\n".join(body + [""] + notes)
