@@ -23,6 +23,9 @@ in Datasette 1.0, with the same arguments):
   everything is behind the login (see access.py).
 - ``prepare_jinja2_environment``: ``agentbase_next_href(rows, columns)`` for
   the "Next page" link of the canned queries that page (templates/query.html).
+- ``canned_queries``: on a snapshot holding a source kind's data, the canned
+  queries the kind declares (``Source.canned_queries``: name -> title, sql,
+  params..., and optionally the ``tables`` it reads), beside metadata.yml's.
 - ``extra_css_urls``, ``menu_links``; ``startup`` checks the access settings
   and computes the dashboard's figures in a background thread.
 """
@@ -166,6 +169,41 @@ def render_cell(row, value, column, table, database, datasette):
         # transcript text that happens to be JSON: text, not a datasette-json-html value
         return Markup("{}").format(value if limit is None or len(value) <= limit else value[:limit] + "…")
     return None
+
+
+def source_queries() -> dict:
+    """The canned queries every registered source kind declares: name -> (query, the
+    tables it reads: its ``tables`` entry, else the kind's snapshot tables)."""
+    from importer.sources import all_sources
+
+    out: dict = {}
+    for source in all_sources():
+        for name, query in (getattr(source, "canned_queries", None) or {}).items():
+            query = dict(query)
+            tables = query.pop("tables", None) or [t.name for t in getattr(source, "snapshot_tables", ()) or ()]
+            out.setdefault(name, (query, list(tables)))
+    return out
+
+
+@hookimpl
+def canned_queries(datasette, database, actor):
+    db = datasette.databases.get(database)
+    if db is None or database == "_internal":
+        return None
+
+    async def inner():
+        if not (_snapshots(datasette).get(database) or await db.table_exists(SNAPSHOT_MARKER)):
+            return {}
+        out = {}
+        for name, (query, tables) in source_queries().items():
+            # Only where the kind has data: its tables exist (a snapshot made before
+            # the kind existed lacks them) and one of them holds a row.
+            if all([await db.table_exists(t) for t in tables]) and any(
+                    [(await db.execute(f"SELECT 1 FROM [{t}] LIMIT 1")).rows for t in tables]):
+                out[name] = query
+        return out
+
+    return inner
 
 
 @hookimpl

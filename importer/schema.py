@@ -8,7 +8,8 @@ DDL. Table and column names follow the original design (``parsed_files``,
 Abstract types: ``pk`` (auto-increment integer key), ``int``, ``bigint``,
 ``bool`` (0/1), ``str:N`` (short text, N characters), ``text`` (long text),
 ``json`` (JSON text), ``datetime`` (UTC, millisecond precision, stored as
-'YYYY-MM-DD HH:MM:SS.fff'), ``decimal`` (USD amounts), ``float``.
+'YYYY-MM-DD HH:MM:SS.fff'), ``decimal`` (USD amounts), ``float``. A type may
+carry a numeric default, ``bool=1``: rows written without the column get it.
 """
 
 from __future__ import annotations

@@ -365,6 +365,9 @@ class Source:
     records_costs = False
     # Tool names that run shell commands (stats' shell calls).
     shell_tools: frozenset[str] = frozenset()
+    # Datasette canned queries over the kind's tables, offered on every snapshot
+    # (name -> {"title", "sql", "params", ...}, as metadata.yml spells them).
+    canned_queries: dict[str, dict] = {}
 
     def find(self, fs: "FileSystem", path: str, scope: Scope, out: Discovery) -> bool:
         """List this kind's units at or under ``path`` into ``out``; True when

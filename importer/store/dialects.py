@@ -8,6 +8,16 @@ import re
 from typing import Sequence
 
 
+def split_default(abstract: str) -> tuple[str, str]:
+    """``bool=1`` -> (``bool``, `` DEFAULT 1``): an abstract type may carry a numeric
+    default, which rows inserted without the column (and rows already there when
+    the column is added) take."""
+    kind, sep, default = abstract.partition("=")
+    if not sep:
+        return abstract, ""
+    return kind, f" DEFAULT {float(default) if '.' in default else int(default)}"
+
+
 class Dialect:
     """How one SQL engine spells the things that differ."""
 
@@ -25,9 +35,10 @@ class Dialect:
     }
 
     def column_type(self, abstract: str) -> str:
+        abstract, default = split_default(abstract)
         if abstract.startswith("str:"):
-            return "TEXT"
-        return self.types[abstract]
+            return "TEXT" + default
+        return self.types[abstract] + default
 
     def create_table(self, table: str, columns: list[tuple[str, str]], uniques: list[tuple[str, ...]]) -> str:
         parts = [f"[{name}] {self.column_type(kind)}" for name, kind in columns]
@@ -76,9 +87,10 @@ class MariaDBDialect(Dialect):
     table_options = " ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin ROW_FORMAT=DYNAMIC"
 
     def column_type(self, abstract: str) -> str:
+        abstract, default = split_default(abstract)
         if abstract.startswith("str:"):
-            return f"VARCHAR({int(abstract[4:])})"
-        return self.types[abstract]
+            return f"VARCHAR({int(abstract[4:])})" + default
+        return self.types[abstract] + default
 
     def create_table(self, table, columns, uniques):
         return super().create_table(table, columns, uniques) + self.table_options
