@@ -313,7 +313,8 @@ def test_sample_formats_and_fields(samples, imported):
     butler = "019ab737-4612-7f91-bf54-c6a3b3870ee6"
     assert rows(imported, "SELECT project, model, model_provider FROM sessions WHERE session_uuid = ?", (butler,)) == [
         ("code_butler", "gpt-5.1-codex-max", "openai")]
-    assert scalar(imported, "SELECT cwd FROM sessions WHERE session_uuid = ?", (butler,)).endswith("/code_butler")
+    cwd_ok = scalar(imported, "SELECT cwd FROM sessions WHERE session_uuid = ?", (butler,)).endswith("/code_butler")
+    assert cwd_ok, "the session's cwd (not shown: a real path)"
     # the 1 MB sample: compaction and web search kept as entries, apply_patch with its input
     assert rows(imported, "SELECT entry_type, custom_type, COUNT(*) FROM entries WHERE session_uuid = ? AND "
                           "(entry_type = 'compacted' OR custom_type IN ('web_search_call', 'context_compacted')) "

@@ -69,7 +69,6 @@ WRAPPED_TYPES = frozenset({"session_meta", "turn_context", "response_item", "eve
 OLD_HEADER_KEYS = frozenset({"id", "timestamp", "instructions", "git"})
 CALL_TYPES = frozenset({"function_call", "custom_tool_call", "local_shell_call"})
 SHELL_TOOLS = frozenset({"shell", "shell_command", "exec_command", "local_shell"})
-MODEL_ROLES = frozenset({"reasoning", "toolCall", "assistant"})
 # event_msg types that start or end a turn: the request before them is over.
 TURN_EVENTS = frozenset({"task_started", "task_complete", "turn_aborted", "user_message"})
 CONTEXT_PREFIXES = (
