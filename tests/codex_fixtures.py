@@ -82,12 +82,12 @@ class Rollout:
 
     def context(self) -> None:
         """The injected messages a session starts with (flagged as context)."""
-        self.item({"type": "message", "role": "developer",
-                   "content": [{"type": "input_text", "text": "<permissions instructions>sandbox</permissions instructions>"}]})
+        permissions = "<permissions instructions>sandbox</permissions instructions>"
+        self.item({"type": "message", "role": "developer", "content": [{"type": "input_text", "text": permissions}]})
         self.item({"type": "message", "role": "user",
                    "content": [{"type": "input_text", "text": "# AGENTS.md instructions for /home/dev\n\nBe brief."}]})
-        self.item({"type": "message", "role": "user",
-                   "content": [{"type": "input_text", "text": f"<environment_context>\n  <cwd>{self.cwd}</cwd>\n</environment_context>"}]})
+        environment = f"<environment_context>\n  <cwd>{self.cwd}</cwd>\n</environment_context>"
+        self.item({"type": "message", "role": "user", "content": [{"type": "input_text", "text": environment}]})
 
     def turn(self, prompt: str, model: str | None = None, turn_ms: int | None = None) -> str:
         """A user turn: task_started, the prompt (response item + its event), turn_context."""

@@ -33,7 +33,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import codex_fixtures as F  # noqa: E402
 import importer_check as ic  # noqa: E402
-from transcripts import do_import, dump, rows, scalar, sessions_dir, write, conversation as oc_conversation  # noqa: E402
+from transcripts import conversation as oc_conversation  # noqa: E402
+from transcripts import do_import, dump, rows, scalar, sessions_dir, write  # noqa: E402
 
 from importer import prices  # noqa: E402
 from importer.sources import Discovery, Scope, all_sources, discover  # noqa: E402
@@ -126,7 +127,8 @@ def count_rollout(path: Path) -> tuple[str, dict]:
         if kind == "response_item":
             if pt == "message":
                 roles[p["role"]] += 1
-                texts = [c.get("text", "") for c in p.get("content") or [] if c.get("type") in ("input_text", "output_text")]
+                texts = [c.get("text", "") for c in p.get("content") or []
+                         if c.get("type") in ("input_text", "output_text")]
                 if p["role"] == "developer" or (
                         p["role"] == "user" and texts and all(t.lstrip().startswith(_WRAPPERS) for t in texts)):
                     context += 1
@@ -176,9 +178,9 @@ def figures(db: Path, sid: str) -> dict:
     calls = scalar(db, "SELECT COUNT(*) FROM messages WHERE session_uuid = ? AND call_key IS NOT NULL "
                        "AND usage_counted = 1 AND is_synthetic = 0", (sid,))
     tools = rows(db, "SELECT tool_name, exit_code FROM tool_calls WHERE session_uuid = ?", (sid,))
-    usage = rows(db, "SELECT COALESCE(SUM(input_tokens * usage_counted), 0), COALESCE(SUM(output_tokens * usage_counted), 0), "
-                     "COALESCE(SUM(cache_read_tokens * usage_counted), 0), COALESCE(SUM(cache_write_tokens * usage_counted), 0), "
-                     "COALESCE(SUM(total_tokens * usage_counted), 0) FROM messages WHERE session_uuid = ?", (sid,))[0]
+    sums = ", ".join(f"COALESCE(SUM({c} * usage_counted), 0)" for c in (
+        "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "total_tokens"))
+    usage = rows(db, f"SELECT {sums} FROM messages WHERE session_uuid = ?", (sid,))[0]
     return {
         "roles": roles, "context": context, "model_calls": calls, "tool_calls": len(tools),
         "shell_calls": sum(1 for name, _ in tools if name in C.SHELL_TOOLS),
@@ -191,6 +193,10 @@ def session_usage(db: Path, sid: str) -> dict:
     r = rows(db, "SELECT input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, total_tokens "
                  "FROM sessions WHERE session_uuid = ?", (sid,))[0]
     return dict(zip(("input", "output", "cacheRead", "cacheWrite", "totalTokens"), (v or 0 for v in r)))
+
+
+def call_totals(db: Path) -> list[int]:
+    return [t for (t,) in rows(db, "SELECT total_tokens FROM messages WHERE call_key IS NOT NULL ORDER BY seq")]
 
 
 def imp(db: Path, *paths, server: str = "test", agent: str | None = None):
@@ -294,8 +300,9 @@ def test_sample_costs_are_computed_from_the_price_table(imported):
     price = prices.current().lookup("gpt-5.3-codex")
     assert (price.entry["input_cost_per_token"], price.entry["cache_read_input_token_cost"],
             price.entry["output_cost_per_token"]) == (1.75e-06, 1.75e-07, 1.4e-05)
-    inp, out, read, cost = rows(imported, "SELECT input_tokens, output_tokens, cache_read_tokens, cost_usd FROM messages "
-                                          "WHERE session_uuid = ? AND call_key IS NOT NULL ORDER BY seq LIMIT 1", (BIG,))[0]
+    inp, out, read, cost = rows(imported, "SELECT input_tokens, output_tokens, cache_read_tokens, cost_usd "
+                                          "FROM messages WHERE session_uuid = ? AND call_key IS NOT NULL "
+                                          "ORDER BY seq LIMIT 1", (BIG,))[0]
     assert cost == pytest.approx(inp * 1.75e-06 + read * 1.75e-07 + out * 1.4e-05, rel=1e-9)
     total = scalar(imported, "SELECT cost_usd FROM sessions WHERE session_uuid = ?", (BIG,))
     assert total == pytest.approx(2188981 * 1.75e-06 + 31621504 * 1.75e-07 + 133999 * 1.4e-05, rel=1e-6)
@@ -305,10 +312,12 @@ def test_sample_formats_and_fields(samples, imported):
     # the old format: header id, times of the session's (approximate), exit code from shell's JSON
     old = "18a59085-ee11-4ef3-b460-f942642861b3"
     assert scalar(imported, "SELECT times_approximate FROM sessions WHERE session_uuid = ?", (old,)) == 1
-    assert scalar(imported, "SELECT COUNT(*) FROM messages WHERE session_uuid = ? AND time_approximate = 0", (old,)) == 0
-    assert rows(imported, "SELECT tool_name, exit_code FROM tool_calls WHERE session_uuid = ? AND exit_code IS NOT NULL",
-                (old,)) == [("shell", 0)]
-    assert scalar(imported, "SELECT COUNT(*) FROM entries WHERE session_uuid = ? AND entry_type = 'state'", (old,)) == 10
+    assert scalar(imported, "SELECT COUNT(*) FROM messages WHERE session_uuid = ? AND time_approximate = 0",
+                  (old,)) == 0
+    assert rows(imported, "SELECT tool_name, exit_code FROM tool_calls WHERE session_uuid = ? "
+                          "AND exit_code IS NOT NULL", (old,)) == [("shell", 0)]
+    assert scalar(imported, "SELECT COUNT(*) FROM entries WHERE session_uuid = ? AND entry_type = 'state'",
+                  (old,)) == 10
     # 0.63: shell_command's "Exit code: N"; the project is the cwd's last folder
     butler = "019ab737-4612-7f91-bf54-c6a3b3870ee6"
     assert rows(imported, "SELECT project, model, model_provider FROM sessions WHERE session_uuid = ?", (butler,)) == [
@@ -320,7 +329,8 @@ def test_sample_formats_and_fields(samples, imported):
                           "(entry_type = 'compacted' OR custom_type IN ('web_search_call', 'context_compacted')) "
                           "GROUP BY 1, 2 ORDER BY 1, 2", (BIG,)) == [
         ("compacted", None, 1), ("event_msg", "context_compacted", 1), ("response_item", "web_search_call", 7)]
-    args = rows(imported, "SELECT arguments FROM tool_calls WHERE session_uuid = ? AND tool_name = 'apply_patch'", (BIG,))
+    args = rows(imported, "SELECT arguments FROM tool_calls WHERE session_uuid = ? AND tool_name = 'apply_patch'",
+                (BIG,))
     assert len(args) == 49 and all(set(json.loads(a)) == {"input"} for (a,) in args)
     # every line is kept: messages + entries + the header = the file's lines
     for path in sample_files(samples):
@@ -385,7 +395,8 @@ def test_usage_without_a_model_row_goes_on_a_usage_row(tmp_path):
     imp(db, r.write_in(tmp_path / ".codex" / "sessions"))
     assert rows(db, "SELECT role, content_blocks, total_tokens, model FROM messages WHERE call_key IS NOT NULL") == [
         ("usage", None, 940, "gpt-5-codex")]
-    assert scalar(db, "SELECT COUNT(*) FROM messages WHERE role IN ('reasoning', 'assistant') AND total_tokens IS NULL") == 2
+    assert scalar(db, "SELECT COUNT(*) FROM messages WHERE role IN ('reasoning', 'assistant') "
+                      "AND total_tokens IS NULL") == 2
 
 
 def test_a_counter_that_starts_again_counts_from_zero(tmp_path):
@@ -399,7 +410,7 @@ def test_a_counter_that_starts_again_counts_from_zero(tmp_path):
     r.tokens(300, 0, 30)
     db = tmp_path / "t.db"
     imp(db, r.write_in(tmp_path / ".codex" / "sessions"))
-    assert [t for (t,) in rows(db, "SELECT total_tokens FROM messages WHERE call_key IS NOT NULL ORDER BY seq")] == [1100, 330]
+    assert call_totals(db) == [1100, 330]
 
 
 # ---------------------------------------------------------------------------
@@ -431,7 +442,8 @@ def test_fork_replay_is_not_counted_twice(tmp_path, subagent, turn_ids):
     # the child: only its own turn (prompt, 2 reasoning, a call, its output, an answer)
     roles = dict(rows(db, "SELECT role, COUNT(*) FROM messages WHERE session_uuid = ? GROUP BY role", (child.sid,)))
     assert roles == {"user": 1, "reasoning": 2, "toolCall": 1, "toolResult": 1, "assistant": 1}
-    assert scalar(db, "SELECT COUNT(*) FROM messages WHERE session_uuid = ? AND call_key IS NOT NULL", (child.sid,)) == 2
+    assert scalar(db, "SELECT COUNT(*) FROM messages WHERE session_uuid = ? AND call_key IS NOT NULL",
+                  (child.sid,)) == 2
     assert session_usage(db, child.sid) == _u(sum(u[0] - u[1] for u in own), sum(u[2] for u in own),
                                               sum(u[1] for u in own), sum(u[4] for u in own))
     assert rows(db, "SELECT tool_name, exit_code, is_error FROM tool_calls WHERE session_uuid = ?", (child.sid,)) == [
@@ -500,10 +512,9 @@ def test_the_copy_in_sessions_wins_over_archived_sessions(tmp_path):
     archived_only.write(home / "archived_sessions" / F.rollout_name(archived_only.sid, F.T0 + 5_000_000))
     db = tmp_path / "t.db"
     imp(db, home)
+    archived_path = home / "archived_sessions" / F.rollout_name(archived_only.sid, F.T0 + 5_000_000)
     assert rows(db, "SELECT session_uuid, session_type, file_path FROM sessions ORDER BY session_uuid") == sorted([
-        (both.sid, "normal", str(live)),
-        (archived_only.sid, "archived", str(home / "archived_sessions" / F.rollout_name(archived_only.sid, F.T0 + 5_000_000))),
-    ])
+        (both.sid, "normal", str(live)), (archived_only.sid, "archived", str(archived_path))])
     assert rows(db, "SELECT COUNT(*) FROM parsed_files") == [(2,)]  # the duplicate is not even read
     assert scalar(db, "SELECT COUNT(*) FROM messages WHERE session_uuid = ?", (both.sid,)) == 3 + 2 * 6
     assert scalar(db, "SELECT COUNT(*) FROM tool_calls WHERE session_uuid = ?", (both.sid,)) == 2
@@ -661,7 +672,7 @@ def test_an_unterminated_last_line_is_imported_once(tmp_path):
     r.tokens(50, 0, 5)
     r.write(path)
     imp(db, path)
-    assert [t for (t,) in rows(db, "SELECT total_tokens FROM messages WHERE call_key IS NOT NULL ORDER BY seq")] == [110, 55]
+    assert call_totals(db) == [110, 55]
     assert scalar(db, "SELECT COUNT(*) FROM entries WHERE custom_type = 'token_count'") == 2
     # a half-written line is pending, and read once it is whole
     path.write_bytes(r.bytes() + b'{"timestamp":"2026-01-01T01:00:00.000Z","type":"event_')
@@ -704,7 +715,8 @@ def test_costs_priced_from_the_table_and_unknown_models_unpriced(tmp_path):
     stats = json.loads(proc.stdout)
     assert stats["by_source"]["codex"]["unpriced_calls"] == 1
     assert stats["usage"]["cost_total"] == pytest.approx(got[0][5] + got[1][5])
-    assert rows(db, "SELECT call_id, command, exit_code, is_error FROM tool_calls") == [("functions.shell:3", "ls", 1, 1)]
+    assert rows(db, "SELECT call_id, command, exit_code, is_error FROM tool_calls") == [
+        ("functions.shell:3", "ls", 1, 1)]
 
 
 # ---------------------------------------------------------------------------
@@ -747,9 +759,10 @@ def test_tool_calls_results_and_exit_codes(tmp_path):
     assert json.loads(scalar(db, "SELECT arguments FROM tool_calls WHERE tool_name = 'apply_patch'")) == {
         "input": "*** Begin Patch\n*** Add File: a.txt\n+hi\n*** End Patch\n"}
     block = json.loads(scalar(db, "SELECT content_blocks FROM messages WHERE role = 'toolCall' ORDER BY seq LIMIT 1"))
-    assert block == [{"type": "toolCall", "id": a, "name": "exec_command", "arguments": {"cmd": "pytest -q", "workdir": "/w"}}]
-    assert rows(db, "SELECT tool_name, exit_code, is_error FROM messages WHERE role = 'toolResult' ORDER BY seq LIMIT 1") == [
-        ("exec_command", 3, 1)]
+    assert block == [{"type": "toolCall", "id": a, "name": "exec_command",
+                      "arguments": {"cmd": "pytest -q", "workdir": "/w"}}]
+    assert rows(db, "SELECT tool_name, exit_code, is_error FROM messages WHERE role = 'toolResult' "
+                    "ORDER BY seq LIMIT 1") == [("exec_command", 3, 1)]
     stats = json.loads(ic.run_cli(["stats", "--db", f"sqlite:///{db}", "--json"]).stdout)
     assert (stats["tool_calls"], stats["shell_calls"]) == (5, 3)
 
@@ -833,7 +846,8 @@ def _home(tmp_path) -> tuple[Path, F.Rollout]:
 def test_discovery_of_a_codex_home_opens_no_history_auth_or_state(tmp_path):
     home, r = _home(tmp_path)
     fs = RecordingFS()
-    for path in (home, home.parent, home / "sessions", home / "sessions" / "2026", home / "sessions" / "2026" / "01" / "01"):
+    day = home / "sessions" / "2026" / "01" / "01"
+    for path in (home, home.parent, home / "sessions", home / "sessions" / "2026", day):
         found = discover([str(path)], server="s", fs=fs)
         assert not found.errors, path
         assert [(u.source.kind, u.agent_id, u.name) for u in found.units] == [
@@ -847,7 +861,7 @@ def test_discovery_of_a_codex_home_opens_no_history_auth_or_state(tmp_path):
         store.close()
     assert report.files_imported == 1 and report.files_failed == report.files_ignored == 0
     assert fs.opened and all(p.endswith(".jsonl") and "/sessions/" in p for p in fs.opened)
-    assert rows(tmp_path / "t.db", "SELECT file_path FROM parsed_files") == [(str(next((home / "sessions").rglob("*.jsonl"))),)]
+    assert rows(tmp_path / "t.db", "SELECT file_path FROM parsed_files") == [(str(next(day.glob("*.jsonl"))),)]
     # --agent names the agent
     assert {u.agent_id for u in discover([str(home)], agent="laptop-codex").units} == {"laptop-codex"}
 
@@ -905,11 +919,12 @@ def test_default_paths(tmp_path, monkeypatch):
 
 
 def test_a_folder_of_servers_each_with_a_codex_home(tmp_path):
-    for name in ("laptop", "build-box"):
-        F.conversation(sid=F.uuid7(F.T0, hash(name) & 0xffff), turns=1).write_in(tmp_path / "trees" / name / ".codex" / "sessions")
+    for n, name in enumerate(("laptop", "build-box")):
+        F.conversation(sid=F.uuid7(F.T0, 40 + n), turns=1).write_in(tmp_path / "trees" / name / ".codex" / "sessions")
     db = tmp_path / "t.db"
     imp(db, tmp_path / "trees", server=None)
-    assert rows(db, "SELECT server, agent_id FROM sessions ORDER BY server") == [("build-box", "codex"), ("laptop", "codex")]
+    assert rows(db, "SELECT server, agent_id FROM sessions ORDER BY server") == [
+        ("build-box", "codex"), ("laptop", "codex")]
 
 
 # ---------------------------------------------------------------------------

@@ -637,7 +637,8 @@ class RolloutParser:
         elif isinstance(ptype, str) and ptype.endswith("_output") and _s(payload.get("call_id")):
             self._output(index, obj, raw, payload, ts, result, approximate)
         else:
-            entry_type = "response_item" if obj is not payload else (ptype[:64] if isinstance(ptype, str) else "unknown")
+            bare = ptype[:64] if isinstance(ptype, str) else "unknown"
+            entry_type = "response_item" if obj is not payload else bare
             self._entry(index, obj, raw, entry_type, _s(ptype, 128), None, result, ts)
 
     def _call(self, index, obj, raw, payload, ptype, ts, result, approximate) -> None:
