@@ -824,6 +824,7 @@ def test_context_messages_are_flagged_and_event_mirrors_are_entries(tmp_path):
 
 class RecordingFS(FileSystem):
     def __init__(self):
+        super().__init__()
         self.opened: list[str] = []
 
     def open(self, path, size=None):
