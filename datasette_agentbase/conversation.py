@@ -20,6 +20,7 @@ from . import render
 MESSAGE_COLUMNS = (
     "id, message_uuid, parent_message_uuid, role, first_tool_call, has_thinking, is_error, provider, model, "
     "stop_reason, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, total_tokens, cost_usd, "
+    "cost_source, "
     "timestamp, local_time, is_active_path, is_synthetic, usage_counted, tool_call_id, tool_name, seq, "
     "text_preview, error_message, content_blocks"
 )
@@ -69,7 +70,7 @@ def load(conn: sqlite3.Connection, session_id: int, everything: bool = False) ->
                SUM(CASE WHEN COALESCE(cost_usd, 0) = 0 THEN COALESCE(total_tokens, 0) ELSE 0 END) AS unpriced_tokens,
                SUM(CASE WHEN COALESCE(cost_usd, 0) = 0 AND COALESCE(total_tokens, 0) > 0 THEN 1 ELSE 0 END)
                  AS unpriced_calls
-        FROM messages WHERE session_id = ? AND role IN ('assistant', 'run') AND usage_counted = 1 AND is_synthetic = 0
+        FROM messages WHERE session_id = ? AND cost_source IS NOT NULL AND usage_counted = 1 AND is_synthetic = 0
     """, (session_id,))[0]
     zone = conn.execute("SELECT value FROM agentbase_snapshot WHERE key = 'timezone'").fetchone()
     times = [m["local_time"] for m in messages if m["local_time"]]
@@ -146,7 +147,7 @@ def _usage_line(m: dict) -> Markup:
         parts.append(Markup('<span class="ab-model">{}{}</span>').format(
             f"{m['provider']}/" if m.get("provider") else "", m["model"]))
     tokens = m.get("total_tokens")
-    if m["role"] in ("assistant", "run") and (tokens or m.get("input_tokens") or m.get("output_tokens")):
+    if m.get("cost_source") is not None and (tokens or m.get("input_tokens") or m.get("output_tokens")):
         parts.append(Markup('<span class="ab-tokens" title="input / output / cache read / cache write">'
                             '{:,} tokens ({:,} in, {:,} out, {:,} cache read, {:,} cache write)</span>').format(
             tokens or 0, m.get("input_tokens") or 0, m.get("output_tokens") or 0,

@@ -2,8 +2,9 @@
 server (no JavaScript, no CDN: it works offline), and totals per agent.
 
 Cost counts each model call once (``usage_counted = 1``): the messages that
-carry a model call's usage, assistant messages and (the agent-server) the
-``run`` messages; tokens without a cost are unpriced, shown apart, never as $0.
+carry a model call's usage (a ``cost_source``: an assistant message, a Codex
+tool call or reasoning item, an agent-server run); tokens without a cost are
+unpriced, shown apart, never as $0.
 """
 
 from __future__ import annotations
@@ -21,9 +22,9 @@ MAX_SERIES = len(PALETTE)
 DAILY_SQL = """
 SELECT day, agent_id,
        SUM(CASE WHEN usage_counted = 1 THEN 1 ELSE 0 END) AS messages,
-       SUM(CASE WHEN role IN ('assistant', 'run') AND usage_counted = 1 THEN COALESCE(cost_usd, 0) ELSE 0 END) AS cost,
-       SUM(CASE WHEN role IN ('assistant', 'run') AND usage_counted = 1 THEN COALESCE(total_tokens, 0) ELSE 0 END) AS tokens,
-       SUM(CASE WHEN role IN ('assistant', 'run') AND usage_counted = 1 AND COALESCE(cost_usd, 0) = 0
+       SUM(CASE WHEN cost_source IS NOT NULL AND usage_counted = 1 THEN COALESCE(cost_usd, 0) ELSE 0 END) AS cost,
+       SUM(CASE WHEN cost_source IS NOT NULL AND usage_counted = 1 THEN COALESCE(total_tokens, 0) ELSE 0 END) AS tokens,
+       SUM(CASE WHEN cost_source IS NOT NULL AND usage_counted = 1 AND COALESCE(cost_usd, 0) = 0
                 THEN COALESCE(total_tokens, 0) ELSE 0 END) AS unpriced_tokens
 FROM messages
 WHERE day >= ? {server}  -- re-appended copies of a model call are not counted twice
