@@ -249,6 +249,40 @@ def stats(db, as_json, by):
 
 
 @cli.command()
+@click.argument("kind", type=click.Choice(["daily", "monthly", "session"]))
+@click.option("--db", envvar="AGENTBASE_DB", help=DB_HELP)
+@click.option("--since", help="First day (YYYY-MM-DD or YYYYMMDD, local).")
+@click.option("--until", help="Last day (YYYY-MM-DD or YYYYMMDD, local).")
+@click.option("--agent", help="Only this agent.")
+@click.option("--server", help="Only this server.")
+@click.option("--source", help="Only this source kind (openclaw, pi, claude-code, codex, ...).")
+@click.option("--breakdown", is_flag=True, help="A line per model under each row.")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object: rows and totals.")
+@click.option("--timezone", "zone", envvar="AGENTBASE_TIMEZONE",
+              help="IANA time zone of the days (default: this machine's).")
+def report(kind, db, since, until, agent, server, source, breakdown, as_json, zone):
+    """Tokens and cost per local day, month or session, with a totals row: each
+    model call once, calls without a price counted apart (never $0)."""
+    from .export import resolve_zone
+    from .prices import current
+    from .report import as_json as report_json, collect, format_table
+
+    store = _open(db)
+    try:
+        zone_name, tz = resolve_zone(zone)
+        rows = collect(store, kind, tz, since=since, until=until, agent=agent, server=server, source=source)
+    except StoreError as exc:
+        raise click.ClickException(str(exc)) from None
+    finally:
+        store.close()
+    price_date = current().date
+    if as_json:
+        click.echo(orjson.dumps(report_json(kind, rows, zone_name, price_date, breakdown)).decode())
+    else:
+        click.echo(format_table(kind, rows, zone_name, price_date, breakdown))
+
+
+@cli.command()
 @click.option("--config", "config_file", type=click.Path(dir_okay=False),
               help="Config file (default: $AGENTBASE_CONFIG, else ~/.config/agentbase/config.yml).")
 @click.option("--db", envvar="AGENTBASE_DB", help="Archive URL; overrides the config file's database.")

@@ -14,6 +14,7 @@ a fraction of an hour: those are summed per UTC minute instead).
 from __future__ import annotations
 
 import shutil
+import unicodedata
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone as dt_timezone
 
@@ -35,9 +36,10 @@ class Figures:
     cost_usd: float = 0.0
     unpriced_calls: int = 0
     calls: int = 0
+    computed_calls: int = 0  # priced from the price table
 
     def add(self, other: "Figures") -> None:
-        for k in (*KEYS, "cost_usd", "unpriced_calls", "calls"):
+        for k in (*KEYS, "cost_usd", "unpriced_calls", "calls", "computed_calls"):
             setattr(self, k, getattr(self, k) + getattr(other, k))
 
     def as_dict(self) -> dict:
@@ -95,7 +97,8 @@ def collect(store: Store, kind: str, zone, since: str | None = None, until: str 
     sums = ", ".join(f"SUM(COALESCE(m.{c}, 0))" for c in COLUMNS.values())
     sql = (f"SELECT {group}, COALESCE(m.model, ''), {sums}, SUM(COALESCE(m.cost_usd, 0)), "
            "SUM(CASE WHEN m.cost_source = 'unpriced' THEN 1 ELSE 0 END), "
-           "SUM(CASE WHEN m.cost_source IS NOT NULL THEN 1 ELSE 0 END) "
+           "SUM(CASE WHEN m.cost_source IS NOT NULL THEN 1 ELSE 0 END), "
+           "SUM(CASE WHEN m.cost_source = 'computed' THEN 1 ELSE 0 END) "
            f"FROM messages m WHERE {' AND '.join(where)} AND m.timestamp IS NOT NULL "
            f"GROUP BY {group}, COALESCE(m.model, '')")
     rows: dict[str, Row] = {}
@@ -111,7 +114,7 @@ def collect(store: Store, kind: str, zone, since: str | None = None, until: str 
         if not any(values[:5]) and not values[5] and not values[6]:
             continue  # no usage at all (a user message): not in a usage report
         f = Figures(*(int(v or 0) for v in values[:5]), float(values[5] or 0.0), int(values[6] or 0),
-                    int(values[7] or 0))
+                    int(values[7] or 0), int(values[8] or 0))
         key = str(rec[1]) if per_session else (day[:7] if kind == "monthly" else day)
         row = rows.get(key)
         if row is None:
@@ -194,6 +197,26 @@ def as_json(kind: str, rows: list[Row], zone_name: str, price_date: str | None, 
 # -- the table -----------------------------------------------------------------
 
 
+def _width(text: str) -> int:
+    """Columns a text takes in a terminal (Chinese, Japanese and Korean characters take two)."""
+    if text.isascii():
+        return len(text)
+    return sum(2 if unicodedata.east_asian_width(c) in ("W", "F") else 1 for c in text)
+
+
+def _cut(text: str, width: int) -> str:
+    if _width(text) <= width:
+        return text
+    out, used = [], 0
+    for c in text:
+        w = _width(c)
+        if used + w > width - 1:
+            break
+        out.append(c)
+        used += w
+    return "".join(out) + "…"
+
+
 def _compact(n: int) -> str:
     for unit, size in (("G", 10**9), ("M", 10**6), ("k", 10**3)):
         if abs(n) >= size:
@@ -234,32 +257,30 @@ def format_table(kind: str, rows: list[Row], zone_name: str, price_date: str | N
         lines.append(line(name, row.figures, ", ".join(sorted(row.models))))
         if breakdown:
             for model, f in sorted(row.models.items()):
-                lines.append(line(f"  └ {model}", f))
+                lines.append(line("  └", f, model) if wide else line(f"  └ {model}", f))
     total = totals(rows)
     lines.append(line("Total", total, ""))
     widths = [len(h) for h in head]
     for cells in lines:
         for i, c in enumerate(cells):
-            widths[i] = max(widths[i], len(c))
+            widths[i] = max(widths[i], _width(c))
     # The name column (and a wide table's models) give way to fit the width.
     fixed = sum(widths) + 2 * (len(widths) - 1)
     if fixed > width:
-        squeeze = [0, 1] if wide else [0]
+        squeeze = [1, 0] if wide else [0]
         for i in squeeze:
             over = sum(widths) + 2 * (len(widths) - 1) - width
             if over <= 0:
                 break
             widths[i] = max(len(head[i]), widths[i] - over)
 
-    def fit(text: str, w: int) -> str:
-        return text if len(text) <= w else text[: max(1, w - 1)] + "…"
-
     def render(cells: list[str]) -> str:
         out = []
         for i, c in enumerate(cells):
-            text = fit(c, widths[i])
+            text = _cut(c, widths[i])
+            pad = " " * (widths[i] - _width(text))
             first = i == 0 or (wide and i == 1)
-            out.append(text.ljust(widths[i]) if first else text.rjust(widths[i]))
+            out.append(text + pad if first else pad + text)
         return "  ".join(out).rstrip()
 
     rule = "-" * min(width, sum(widths) + 2 * (len(widths) - 1))
@@ -267,6 +288,6 @@ def format_table(kind: str, rows: list[Row], zone_name: str, price_date: str | N
     notes = [f"Local days in {zone_name}. Each model call counted once."]
     if total.unpriced_calls:
         notes.append(f"* {total.unpriced_calls:,} calls have tokens but no price: not in the cost (never $0).")
-    if price_date:
-        notes.append(f"Costs not recorded by the agent are priced from the table of {price_date}.")
+    if price_date and total.computed_calls:
+        notes.append(f"Costs the agents did not record are priced from the price table of {price_date}.")
     return "\n".join(body + [""] + notes)
