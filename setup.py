@@ -1,4 +1,28 @@
+import shutil
+from pathlib import Path
+
 from setuptools import find_packages, setup
+from setuptools.command.build_py import build_py
+
+HERE = Path(__file__).resolve().parent
+# metadata.yml and templates/ stay at the top of the repository (where Datasette users and the
+# issue tracker expect them); an installed package carries a copy, which `agentbase serve` reads
+# when there is no source tree beside it.
+BUNDLED = ("metadata.yml", "templates")
+
+
+class BuildWithExplorerFiles(build_py):
+    def run(self):
+        super().run()
+        target = Path(self.build_lib) / "datasette_agentbase" / "bundled"
+        target.mkdir(parents=True, exist_ok=True)
+        for name in BUNDLED:
+            src = HERE / name
+            if src.is_dir():
+                shutil.copytree(src, target / name, dirs_exist_ok=True)
+            elif src.is_file():
+                shutil.copy2(src, target / name)
+
 
 setup(
     name="agentbase",
@@ -23,8 +47,9 @@ setup(
         "google-re2>=1.1",  # its one-pass prefilter keeps that cheap
     ],
     extras_require={
-        "test": ["pytest>=7", "hypothesis>=6", "selenium>=4.20"],
+        "test": ["pytest>=7", "hypothesis>=6", "selenium>=4.20", "wheel>=0.40"],  # wheel: tests/test_install.py builds one
     },
+    cmdclass={"build_py": BuildWithExplorerFiles},
     entry_points={
         "console_scripts": ["agentbase=importer.cli:main"],
         "datasette": ["agentbase=datasette_agentbase"],

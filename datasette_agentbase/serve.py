@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import tempfile
 from pathlib import Path
 
@@ -35,14 +36,22 @@ NO_SQL_SETTINGS = {"default_allow_sql": "off", "allow_download": "off"}
 PLUGIN_NAME = "datasette-agentbase"
 
 
+BUNDLED = Path(__file__).resolve().parent / "bundled"  # the copies an installed package carries (setup.py)
+
+
 def default_metadata_path() -> Path | None:
-    path = REPO / "metadata.yml"
-    return path if path.is_file() else None
+    """metadata.yml: the source tree's (an editable install, a checkout), else the package's copy."""
+    for path in (REPO / "metadata.yml", BUNDLED / "metadata.yml"):
+        if path.is_file():
+            return path
+    return None
 
 
 def default_template_dir() -> Path | None:
-    path = REPO / "templates"
-    return path if path.is_dir() else None
+    for path in (REPO / "templates", BUNDLED / "templates"):
+        if path.is_dir():
+            return path
+    return None
 
 
 def database_name(snapshot: Path) -> str:
@@ -121,6 +130,10 @@ def serve(snapshot: Path, host: str = "127.0.0.1", port: int = 8001, metadata_pa
     from datasette.cli import cli as datasette_cli
 
     snapshot = Path(snapshot)
+    if metadata_path is None and default_metadata_path() is None:
+        print("warning: the explorer's metadata.yml was not found (neither in a source tree nor in the "
+              "installed package): serving without its canned queries, facets and descriptions; "
+              "pass -m metadata.yml", file=sys.stderr)
     with tempfile.TemporaryDirectory(prefix="agentbase-serve-") as tmp:
         metadata_file = Path(tmp) / "metadata.json"
         metadata = with_password(load_metadata(snapshot, metadata_path), password_env)
