@@ -45,6 +45,7 @@ setup(
         "datasette-json-html>=1.0",
         "detect-secrets>=1.5",  # credentials redacted in the snapshot (importer/redact.py)
         "google-re2>=1.1",  # its one-pass prefilter keeps that cheap
+        "watchdog>=4.0",  # agentbase watch: local sources followed as files change (inotify, FSEvents)
     ],
     extras_require={
         "test": ["pytest>=7", "hypothesis>=6", "selenium>=4.20", "wheel>=0.40"],  # wheel: tests/test_install.py builds one

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import sys
+import time
 from pathlib import Path
 
 import click
@@ -326,6 +327,10 @@ def _config_run(config_file, server, agent, db, json_summary, quiet, export):
             if export:
                 snapshot = export_after_sync(store, config)
     except AlreadyRunning as exc:
+        if exc.watch_pid is not None:
+            if not quiet:  # a watch does this run's work as it happens: nothing to do, nothing to mail
+                click.echo(f"{exc}: nothing to do", err=True)
+            return
         raise click.ClickException(str(exc)) from None
     except StoreError as exc:
         raise click.ClickException(str(exc)) from None
@@ -355,6 +360,100 @@ def _config_run(config_file, server, agent, db, json_summary, quiet, export):
             click.echo(message, err=True)
     if failed:
         sys.exit(1)
+
+
+@cli.command()
+@click.argument("paths", nargs=-1, type=click.Path())
+@click.option("--config", "config_file", type=click.Path(dir_okay=False),
+              help="Follow the servers of this config file (default, when no PATH is given: "
+              "$AGENTBASE_CONFIG or ~/.config/agentbase/config.yml if it exists).")
+@click.option("--db", envvar="AGENTBASE_DB", help=DB_HELP)
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="The snapshot to keep up to date.")
+@click.option("--interval", default=60.0, show_default=True, type=click.FloatRange(1, 86400),
+              help="Seconds between polls of the remote servers.")
+@click.option("-q", "--quiet", is_flag=True, help="Only errors.")
+def watch(paths, config_file, db, output, interval, quiet):
+    """Keep the archive and the snapshot up to date as agents write: local
+    sources are followed as their files change, remote servers polled every
+    --interval seconds. Holds sync's lock while it runs; stops on SIGTERM."""
+    from .config import ConfigError, load_config
+    from .export import export_snapshot
+    from .sync import AlreadyRunning, import_from_config, lock_path, run_lock, server_paths
+    from .sources import LOCAL
+    from .watch import WatchPlan, watch as run_watch
+
+    config = None
+    if paths:
+        local_paths = [str(Path(p).expanduser().resolve()) for p in paths]
+    else:
+        if config_file is None and default_config_path().is_file():
+            config_file = str(default_config_path())
+        if config_file is not None:
+            try:
+                config = load_config(config_file)
+            except ConfigError as exc:
+                raise click.ClickException(str(exc)) from None
+            local_paths = [str(Path(p).expanduser()) for s in config.servers if s.local
+                           for p in server_paths(LOCAL, s)[0]]
+        else:
+            local_paths = _default_paths() or []
+            if not local_paths:
+                raise click.ClickException("nothing to watch: no transcripts in the default places "
+                                           "(name a PATH, or write a config file)")
+    _use_prices(config.prices if config is not None else None)
+    store = _open(db or (config.database if config is not None else None))
+    say = (lambda line: None) if quiet else (lambda line: click.echo(line, err=True))
+
+    def report_line(report) -> None:
+        for warning in report.warnings:
+            click.echo(f"warning: {warning}", err=True)
+        for _path, message in report.failures:
+            click.echo(f"error: {message}", err=True)
+        if report.files_imported or report.files_failed:
+            say(f"{time.strftime('%H:%M:%S')} {report.summary()}")
+
+    def import_local():
+        if config is None:
+            report_line(run_import(store, local_paths))
+            return
+        local = [s for s in config.servers if s.local]
+        for server in local:
+            for result in import_from_config(store, config, server=server.name).servers:
+                if result.error:
+                    click.echo(f"error: {result.error}", err=True)
+                report_line(result.report)
+
+    remote = [s for s in config.servers if not s.local] if config is not None else []
+
+    def import_remote():
+        for server in remote:
+            for result in import_from_config(store, config, server=server.name).servers:
+                if result.error:
+                    click.echo(f"error: {result.error}", err=True)
+                report_line(result.report)
+
+    from .export import snapshot_path_for
+
+    target = output or (config.snapshot if config is not None and config.snapshot else None)
+    snapshot = Path(target).expanduser() if target else snapshot_path_for(store)
+
+    def export():
+        result = export_snapshot(store, snapshot, timezone=config.timezone if config is not None else None,
+                                 if_changed=True)
+        if not result.unchanged:
+            say(f"{time.strftime('%H:%M:%S')} {result.summary()}")
+
+    plan = WatchPlan(local_paths, import_local, import_remote if remote else None, export, interval=interval,
+                     say=say, ignore=(str(store.location), str(snapshot.parent / ("." + snapshot.name)),
+                                      str(snapshot)))
+    try:
+        with run_lock(lock_path(store), "watch"):
+            status = run_watch(plan)
+    except AlreadyRunning as exc:
+        raise click.ClickException(str(exc)) from None
+    finally:
+        store.close()
+    sys.exit(status)
 
 
 @cli.command()

@@ -34,6 +34,10 @@ log = logging.getLogger("agentbase")
 class AlreadyRunning(Exception):
     """Another run holds the lock."""
 
+    def __init__(self, message: str, watch_pid: int | None = None):
+        super().__init__(message)
+        self.watch_pid = watch_pid  # the holder is an `agentbase watch`: it keeps the archive up to date
+
 
 @dataclass
 class ServerResult:
@@ -216,26 +220,31 @@ def lock_path(store: Store) -> Path:
 
 
 @contextmanager
-def run_lock(path: Path) -> Iterator[None]:
+def run_lock(path: Path, what: str = "") -> Iterator[None]:
     """An exclusive, non-blocking ``flock``; raises :class:`AlreadyRunning`.
+    ``what`` ("watch") says who holds it, for the next run's message.
 
     The kernel drops the lock when the process ends, however it ends, so a
     killed run never leaves a stale lock behind.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(str(path), os.O_RDWR | os.O_CREAT, 0o644)
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    fd = os.open(str(path), os.O_RDWR | os.O_CREAT, 0o600)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             try:
-                holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+                holder = os.pread(fd, 64, 0).decode("ascii", "replace").split()
             except OSError:
-                holder = ""
-            who = f" (pid {holder})" if holder.isdigit() else ""
+                holder = []
+            pid = holder[0] if holder and holder[0].isdigit() else ""
+            if pid and holder[1:2] == ["watch"]:
+                raise AlreadyRunning(f"agentbase watch (pid {pid}) keeps the archive up to date; lock {path}",
+                                     watch_pid=int(pid)) from None
+            who = f" (pid {pid})" if pid else ""
             raise AlreadyRunning(f"another agentbase run is in progress{who}; lock {path}") from None
         os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        os.pwrite(fd, f"{os.getpid()} {what}\n".encode(), 0)
         yield
     finally:
         os.close(fd)
