@@ -364,12 +364,16 @@ def usage_columns(usage) -> tuple[dict, int]:
             seen = True
             total += n
     creation = usage.get("cache_creation")
-    if isinstance(creation, dict):
-        for column, key in (("cache_write_5m_tokens", "ephemeral_5m_input_tokens"),
-                            ("cache_write_1h_tokens", "ephemeral_1h_input_tokens")):
-            n, bad = _count(creation.get(key))
-            invalid |= bad
-            cols[column] = n
+    written = cols["cache_write_tokens"]
+    if isinstance(creation, dict) and written is not None:
+        # The 1-hour part as given; the rest of cache_creation_input_tokens is 5-minute writes
+        # (some backends write both parts as 0 beside a non-zero total: all 5-minute, the default).
+        hour, bad = _count(creation.get("ephemeral_1h_input_tokens"))
+        _five, bad5 = _count(creation.get("ephemeral_5m_input_tokens"))
+        invalid |= bad or bad5
+        hour = min(hour or 0, written)
+        cols["cache_write_1h_tokens"] = hour
+        cols["cache_write_5m_tokens"] = written - hour
     cols["total_tokens"] = total if seen else None
     cols["usage_invalid"] = int(invalid)
     return cols, total if seen else -1
