@@ -461,3 +461,645 @@ def test_samples_over_ssh_equal_a_local_import(samples, tmp_path):
                                   "FROM sessions ORDER BY 1")
        == rows(local, "SELECT session_uuid, parent_call_id, previous_session_id, next_session_id FROM sessions "
                       "ORDER BY 1"), "links differ over SSH")
+
+
+# ---------------------------------------------------------------------------------------------
+# Made-up transcripts: one trap at a time
+
+
+def project(root: Path, name: str = F.PROJECT) -> Path:
+    d = F.config_dir(root) / "projects" / name
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+def imp(db: Path, *paths, **kw):
+    report = do_import(db, *paths, server=kw.pop("server", "dev"), **kw)
+    assert report.files_failed == 0, report.failures
+    return report
+
+
+def one(db: Path, sql: str, params=()):
+    found = rows(db, sql, params)
+    assert len(found) == 1, found
+    return found[0]
+
+
+def test_streaming_split_is_one_message_with_the_largest_usage(tmp_path):
+    c = F.basic_session()
+    path = F.write(project(tmp_path / ".claude") / f"{F.SID}.jsonl", c.lines)
+    db = tmp_path / "a.db"
+    imp(db, tmp_path / ".claude")
+    got = figures(db)
+    assert got == independent([path])
+    assert got == _f(1, 1, 3, 2, 3, 2, 1, 10, 137, 3500, 250)
+    blocks, out, five, hour, total, stop = one(db, "SELECT content_blocks, output_tokens, cache_write_5m_tokens, "
+                                               "cache_write_1h_tokens, total_tokens, stop_reason FROM messages "
+                                               "WHERE message_uuid = 'msg_b1'")
+    assert [b["type"] for b in json.loads(blocks)] == ["thinking", "text", "toolCall"]  # in order, each once
+    assert json.loads(blocks)[0]["thinkingSignature"] == "c2lnbmF0dXJl"
+    assert json.loads(blocks)[2]["arguments"] == {"command": "systemctl restart quokka", "description": "restart"}
+    assert (out, five, hour, total, stop) == (95, 200, 0, 1298, "tool_use")  # the last, largest line; never summed
+    assert one(db, "SELECT command, exit_code, is_error FROM tool_calls WHERE call_id = 'toolu_b1'") == (
+        "systemctl restart quokka", 3, 1)
+    # the tree: every line on the active path, the floating lines threaded in
+    assert scalar(db, "SELECT COUNT(*) FROM messages WHERE is_active_path = 0") == 0
+    assert scalar(db, "SELECT COUNT(*) FROM entries WHERE is_active_path = 0") == 0
+    assert one(db, "SELECT cwd, project, started_at FROM sessions") == (F.CWD, F.CWD, "2026-03-02 10:00:01.001")
+
+
+def test_cumulative_snapshots_add_only_what_is_new(tmp_path):
+    c = Conv()
+    c.user("hi")
+    first = text("Hello")
+    grown = text("Hello, world")
+    c.assistant([first], mid="msg_c", rid="req_c", usages=[usage(1, 2)])
+    # a snapshot repeating the first block (grown) and adding a tool call
+    line = c.assistant([grown], mid="msg_c", rid="req_c", usages=[usage(1, 9)])[0]
+    line["message"]["content"] = [grown, tool("toolu_c", "Bash", command="ls")]
+    path = F.write(tmp_path / "p" / f"{F.SID}.jsonl", c.lines)
+    db = tmp_path / "a.db"
+    imp(db, path)
+    blocks = json.loads(scalar(db, "SELECT content_blocks FROM messages WHERE message_uuid = 'msg_c'"))
+    assert blocks == [{"type": "text", "text": "Hello, world"},
+                      {"type": "toolCall", "id": "toolu_c", "name": "Bash", "arguments": {"command": "ls"}}]
+    assert _digests(rebuild(db)) == _digests(c.lines)  # the shorter first copy is kept in raw_json
+
+
+def test_a_message_split_between_two_runs_ends_up_whole(tmp_path):
+    c = F.basic_session()
+    lines = [F.dumps(o) for o in c.lines]
+    at = next(i for i, o in enumerate(c.lines) if o.get("message", {}).get("id") == "msg_b1")  # its first line
+    path = tmp_path / "p" / f"{F.SID}.jsonl"
+    path.parent.mkdir()
+    path.write_bytes(b"".join(lines[: at + 2]))  # two of msg_b1's three lines
+    db = tmp_path / "a.db"
+    imp(db, path)
+    assert len(json.loads(scalar(db, "SELECT content_blocks FROM messages WHERE message_uuid = 'msg_b1'"))) == 2
+    held = sum(len(x) for x in lines[:at])
+    assert scalar(db, "SELECT parsed_offset FROM parsed_files") == held  # resumes at the group's first line
+    with open(path, "ab") as f:
+        f.write(b"".join(lines[at + 2:]))
+    report = imp(db, path)
+    rest = sum(len(x) for x in lines[at:])
+    assert rest <= report.bytes_read <= rest + 2048  # the group again, the rest, two 1 KB windows
+    blocks = json.loads(scalar(db, "SELECT content_blocks FROM messages WHERE message_uuid = 'msg_b1'"))
+    assert [b["type"] for b in blocks] == ["thinking", "text", "toolCall"]
+    assert scalar(db, "SELECT output_tokens FROM messages WHERE message_uuid = 'msg_b1'") == 95
+    assert figures(db) == independent([path])
+    # the same rows as one read (the partial copy stays in entry_revisions)
+    ref = tmp_path / "ref.db"
+    imp(ref, path)
+    assert dump(db)["messages"] == dump(ref)["messages"] and dump(db)["tool_calls"] == dump(ref)["tool_calls"]
+    assert scalar(db, "SELECT COUNT(*) FROM entry_revisions") == 1
+
+
+def test_an_append_rerun_reads_only_the_new_bytes(tmp_path):
+    c = Conv()
+    for i in range(40):
+        c.user(f"question {i} " + "x" * 200)
+        c.assistant([text(f"answer {i} " + "y" * 200)], mid=f"msg_{i}", rid=f"req_{i}")
+    c.user("thanks")
+    path = F.write(tmp_path / "p" / f"{F.SID}.jsonl", c.lines)
+    db = tmp_path / "a.db"
+    imp(db, path)
+    unchanged = imp(db, path)
+    assert (unchanged.files_unchanged, unchanged.bytes_read) == (1, 0)
+    more = Conv(tag=1, second=500, parent=c.lines[-1]["uuid"])
+    more.n = 1000
+    more.user("one more question")
+    added = F.dumps(more.lines[-1])
+    with open(path, "ab") as f:
+        f.write(added)
+    assert path.stat().st_size > 20_000
+    report = imp(db, path)
+    assert report.messages_added == 1
+    assert len(added) <= report.bytes_read <= len(added) + 2048
+    # ending in an assistant message (maybe still streaming): the rerun reads that group again, no more
+    more.assistant([text("an answer")], mid="msg_last", rid="req_last")
+    group = F.dumps(more.lines[-1])
+    with open(path, "ab") as f:
+        f.write(group)
+    imp(db, path)
+    more.user("and another")
+    added = F.dumps(more.lines[-1])
+    with open(path, "ab") as f:
+        f.write(added)
+    report = imp(db, path)
+    assert report.messages_added == 1
+    assert len(added) + len(group) <= report.bytes_read <= len(added) + len(group) + 2048
+    assert figures(db) == independent([path])
+
+
+def test_a_trailing_partial_line_is_pending_then_read(tmp_path):
+    c = F.basic_session()
+    whole = b"".join(F.dumps(o) for o in c.lines)
+    cut = len(whole) - len(F.dumps(c.lines[-1])) // 2
+    path = tmp_path / "p" / f"{F.SID}.jsonl"
+    path.parent.mkdir()
+    path.write_bytes(whole[:cut])
+    db = tmp_path / "a.db"
+    report = imp(db, path)
+    assert report.pending_lines == 1 and report.bad_lines == 0
+    path.write_bytes(whole)
+    report = imp(db, path)
+    assert report.pending_lines == 0
+    assert figures(db) == independent([path])
+    # a last line complete but for its newline is read now and again later, never twice
+    c2 = F.basic_session(F.SID2, tag=2)
+    data = b"".join(F.dumps(o) for o in c2.lines)
+    p2 = tmp_path / "p" / f"{F.SID2}.jsonl"
+    p2.write_bytes(data[:-1])
+    imp(db, p2)
+    p2.write_bytes(data)
+    imp(db, p2)
+    assert scalar(db, "SELECT COUNT(*) FROM entries WHERE session_uuid = ?", (F.SID2,)) == 3
+    assert scalar(db, "SELECT COUNT(*) FROM messages WHERE session_uuid = ?", (F.SID2,)) == 6
+
+
+def test_synthetic_and_api_error_messages_are_messages_not_calls(tmp_path):
+    c = Conv()
+    c.user("hello")
+    c.assistant([text("API Error: 529 overloaded")], mid="5d1c0000-0000-4000-8000-000000000001", rid=None,
+                usages=[usage(0, 0)], model="<synthetic>", isApiErrorMessage=True, error="overloaded")
+    c.assistant([text("No response requested.")], mid="5d1c0000-0000-4000-8000-000000000002", rid=None,
+                usages=[usage(0, 0)], model="<synthetic>")
+    c.system("api_error", error={"status": 529}, retryAttempt=1)
+    c.assistant([text("here it is")], mid="msg_real", rid="req_real", usages=[usage(7, 8)])
+    path = F.write(tmp_path / "p" / f"{F.SID}.jsonl", c.lines)
+    db = tmp_path / "a.db"
+    imp(db, path)
+    assert figures(db) == independent([path]) == _f(1, 1, 3, 0, 1, 0, 0, 7, 8, 0, 0)
+    assert rows(db, "SELECT is_synthetic, is_error, call_key IS NULL, cost_usd, cost_source FROM messages "
+                    "WHERE role = 'assistant' ORDER BY seq") == [(1, 1, 1, 0, "computed"), (1, 0, 1, 0, "computed"),
+                                                                 (0, 0, 0, 8 * 1.5e-05 + 7 * 3e-06, "computed")]
+    assert scalar(db, "SELECT error_message FROM messages WHERE is_error = 1") == "overloaded"
+    assert one(db, "SELECT entry_type, custom_type FROM entries") == ("system", "api_error")
+
+
+def _parent_and_sub_agent(tmp_path: Path, replay_rid: str) -> tuple[Path, Path]:
+    folder = project(tmp_path / ".claude")
+    c = Conv()
+    c.user("review the repo")
+    c.assistant([text("Starting a reviewer.")], mid="msg_p1", rid="req_p1", usages=[usage(100, 10, 0, 0)])
+    c.assistant([tool("toolu_task", "Task", description="review", prompt="Review the repo", subagent_type="general")],
+                mid="msg_p2", rid="req_p2", usages=[usage(120, 20)], stop="tool_use")
+    c.result("toolu_task", [text("Reviewed: fine")], tur={"status": "completed", "agentId": "a1b2c3", "totalTokens": 1})
+    parent = F.write(folder / f"{F.SID}.jsonl", c.lines)
+    s = Conv(agent="a1b2c3", tag=9)
+    s.user("Review the repo")
+    # Claude Code re-logs parent context in a sidechain: msg_p1 with its requestId, msg_p2 with another
+    s.assistant([text("Starting a reviewer.")], mid="msg_p1", rid="req_p1", usages=[usage(100, 10, 0, 0)])
+    s.assistant([text("Starting a reviewer.")], mid="msg_p2", rid=replay_rid, usages=[usage(120, 20)])
+    s.assistant([tool("toolu_s1", "Bash", command="git log -1")], mid="msg_s1", rid="req_s1",
+                usages=[usage(50, 5)], stop="tool_use")
+    s.result("toolu_s1", "commit 1")
+    s.assistant([text("fine")], mid="msg_s2", rid="req_s2", usages=[usage(60, 6)])
+    sub = F.write(folder / F.SID / "subagents" / "agent-a1b2c3.jsonl", s.lines)
+    return parent, sub
+
+
+@pytest.mark.parametrize("replay_rid", ["req_p2", "req_other"])
+def test_sidechain_replays_are_counted_once(tmp_path, replay_rid):
+    """A sub-agent's copy of a parent call: the same (message.id, requestId) is the same call, counted
+    once; with another requestId it is still the parent's message re-logged (message.id names one API
+    response), dropped as ccusage drops it, so the parent's usage is never paid twice."""
+    parent, sub = _parent_and_sub_agent(tmp_path, replay_rid)
+    db = tmp_path / "a.db"
+    imp(db, tmp_path / ".claude")
+    got = figures(db)
+    assert got["model_calls"] == 4 and got["sessions"] == 2
+    assert got["usage"] == [100 + 120 + 50 + 60, 10 + 20 + 5 + 6, 0, 0, 371]
+    if replay_rid == "req_p2":
+        assert got == independent([parent, sub])  # the counter dedupes (message.id, requestId) too
+    sub_session = f"{F.SID}:a1b2c3"
+    assert rows(db, "SELECT message_uuid, usage_counted FROM messages WHERE session_uuid = ? AND role = 'assistant' "
+                    "ORDER BY seq", (sub_session,)) == [("msg_p1", 0), ("msg_p2", 0), ("msg_s1", 1), ("msg_s2", 1)]
+    assert one(db, "SELECT parent_session_uuid, parent_call_id, session_type FROM sessions WHERE session_uuid = ?",
+               (sub_session,)) == (F.SID, "toolu_task", "subagent")
+    # the session totals follow: the sub-agent's own calls only
+    assert one(db, "SELECT input_tokens, output_tokens FROM sessions WHERE session_uuid = ?", (sub_session,)) == (110, 11)
+    # the order the files are read in changes nothing
+    db2 = tmp_path / "b.db"
+    imp(db2, sub)
+    imp(db2, parent)
+    assert figures(db2) == got
+
+
+def test_compaction_continuation_links_sessions_and_counts_replays_once(tmp_path):
+    folder = project(tmp_path / ".claude")
+    a = Conv(F.SID, tag=1, version="1.0.80")
+    a.user("build it")
+    a.assistant([tool("toolu_a1", "Bash", command="make")], mid="msg_a1", rid="req_a1", usages=[usage(10, 20, 300, 40)])
+    a.result("toolu_a1", "ok")
+    first = F.write(folder / f"{F.SID}.jsonl", a.lines)
+    b = Conv(F.SID2, tag=2, version="1.0.80", second=100)
+    b.floating("summary", summary="Building the project", leafUuid=a.lines[-1]["uuid"])
+    summary = b.user("This session is being continued from a previous conversation...", isCompactSummary=True)
+    summary["sessionId"] = F.SID  # as Claude Code 1.0.x writes it: the previous session's id
+    summary["parentUuid"] = None
+    b.parent = summary["uuid"]
+    # history replayed from the previous session, with its ids
+    b.assistant([tool("toolu_a1", "Bash", command="make")], mid="msg_a1", rid="req_a1", usages=[usage(10, 20, 300, 40)])
+    b.user("now test it")
+    b.assistant([text("tests pass")], mid="msg_b1", rid="req_b1", usages=[usage(5, 6, 0, 0)])
+    second = F.write(folder / f"{F.SID2}.jsonl", b.lines)
+    db = tmp_path / "a.db"
+    imp(db, tmp_path / ".claude")
+    assert rows(db, "SELECT session_uuid, previous_session_id, next_session_id FROM sessions ORDER BY 1") == [
+        (F.SID, None, F.SID2), (F.SID2, F.SID, None)]
+    got = figures(db)
+    assert got["sessions"] == 2 and got["model_calls"] == 2
+    assert got["usage"] == [15, 26, 300, 40, 381]
+    assert got == independent([first, second])
+    assert scalar(db, "SELECT role FROM messages WHERE session_uuid = ? AND seq = 1", (F.SID2,)) == "context"
+    assert scalar(db, "SELECT COUNT(*) FROM messages WHERE is_active_path = 0") == 0
+    # a replayed call in the same session is the same message (one per message id)
+    assert scalar(db, "SELECT COUNT(*) FROM messages WHERE message_uuid = 'msg_a1'") == 2
+
+
+def test_compact_boundary_keeps_the_path_and_marks_the_compaction(tmp_path):
+    c = Conv()
+    c.user("first task")
+    c.assistant([text("done")], mid="msg_1", rid="req_1")
+    last = c.parent
+    boundary = c.system("compact_boundary", content="Conversation compacted", logicalParentUuid=last,
+                        compactMetadata={"trigger": "auto", "preTokens": 150000})
+    boundary["parentUuid"] = None
+    c.user("This session is being continued...", isCompactSummary=True, isVisibleInTranscriptOnly=True)
+    c.user("second task")
+    c.assistant([text("done again")], mid="msg_2", rid="req_2")
+    path = F.write(tmp_path / "p" / f"{F.SID}.jsonl", c.lines)
+    db = tmp_path / "a.db"
+    imp(db, path)
+    assert scalar(db, "SELECT COUNT(*) FROM messages WHERE is_active_path = 0") == 0
+    assert one(db, "SELECT entry_type, custom_type, is_active_path FROM entries") == ("compaction", "compact_boundary", 1)
+    assert figures(db) == independent([path]) == _f(1, 2, 2, 0, 2, 0, 0, 20, 40, 0, 0)
+
+
+def test_archived_duplicates_count_once(tmp_path):
+    c = F.basic_session()
+    folder = project(tmp_path / ".claude")
+    live = F.write(folder / f"{F.SID}.jsonl", c.lines)
+    F.write(folder / "sessions" / f"{F.SID}.jsonl", c.lines)  # a backup repo's copy
+    older = F.write(tmp_path / ".claude" / "projects" / "-backup" / f"{F.SID}.jsonl", c.lines[:6])  # older, shorter
+    os.utime(older, ns=(live.stat().st_mtime_ns - 10**9,) * 2)
+    db = tmp_path / "a.db"
+    report = imp(db, tmp_path / ".claude")
+    assert report.files_imported == 3
+    assert figures(db) == independent([live])
+    ref = tmp_path / "ref.db"
+    imp(ref, live)
+    assert dump(db)["messages"] == dump(ref)["messages"]
+
+
+def test_non_anthropic_backend_keys_calls_on_message_id(tmp_path):
+    c = Conv()
+    c.user("hi")
+    c.assistant([thinking("plan", sig=""), tool("tooluse_AbC123", "Bash", command="uname -a")],
+                mid="3f6a0000-0000-4000-8000-00000000aaaa", rid=None, usages=[usage(40, 1), usage(40, 30)],
+                model="claude-opus-4-8")
+    c.result("tooluse_AbC123", "Linux", is_error=False)
+    c.assistant([text("Linux")], mid="3f6a0000-0000-4000-8000-00000000bbbb", rid=None, usages=[usage(50, 3)],
+                model="claude-opus-4-8")
+    path = F.write(tmp_path / "p" / f"{F.SID}.jsonl", c.lines)
+    db = tmp_path / "a.db"
+    imp(db, path)
+    assert figures(db) == independent([path]) == _f(1, 1, 2, 1, 2, 1, 1, 90, 33, 0, 0)
+    assert scalar(db, "SELECT COUNT(DISTINCT call_key) FROM messages WHERE call_key IS NOT NULL") == 2
+    assert one(db, "SELECT result_message_id IS NOT NULL, command FROM tool_calls") == (1, "uname -a")
+
+
+def test_sub_agents_find_the_call_that_started_them(tmp_path):
+    folder = project(tmp_path / ".claude")
+    c = Conv()
+    c.user("do three things")
+    task_line = c.assistant([tool("toolu_t1", "Task", prompt="first thing")], mid="msg_1", rid="r1")[0]
+    c.result("toolu_t1", "done", tur={"agentId": "aaa111", "status": "completed"})
+    c.assistant([tool("toolu_t2", "Task", prompt="second thing")], mid="msg_2", rid="r2")
+    c.result("toolu_t2", "done")
+    progress = c.base("progress", data={"type": "agent_progress", "agentId": "ccc333"}, parentToolUseID="toolu_t3")
+    assert progress
+    c.assistant([tool("toolu_t3", "Agent", prompt="third thing")], mid="msg_3", rid="r3")
+    c.result("toolu_t3", "done")
+    # 1.0.x: a sidechain inline, no agentId, started by a Task whose prompt it repeats
+    c.assistant([tool("toolu_t4", "Task", prompt="fourth thing")], mid="msg_4", rid="r4")
+    side = Conv(tag=4, sidechain=True, second=200)
+    side.user("fourth thing")
+    side.assistant([text("did it")], mid="msg_s4", rid="rs4")
+    c.lines.extend(side.lines)
+    c.result("toolu_t4", "done")
+    F.write(folder / f"{F.SID}.jsonl", c.lines)
+    # 2.x: <session>/subagents/agent-<id>.jsonl, linked by the tool result's agentId
+    one_ = Conv(agent="aaa111", tag=5)
+    one_.user("first thing")
+    one_.assistant([text("ok")], mid="msg_a", rid="ra")
+    F.write(folder / F.SID / "subagents" / "agent-aaa111.jsonl", one_.lines)
+    # ~2.0: a flat agent-<id>.jsonl in the project folder, linked by sourceToolAssistantUUID
+    two = Conv(agent="bbb222", tag=6)
+    two.user("second thing", sourceToolAssistantUUID=None)
+    two.assistant([text("ok")], mid="msg_b", rid="rb")
+    for line in two.lines:
+        line["sourceToolAssistantUUID"] = next(o["uuid"] for o in c.lines
+                                               if o.get("message", {}).get("id") == "msg_2")
+    F.write(folder / "agent-bbb222.jsonl", two.lines)
+    # linked by an agent_progress line of the parent
+    three = Conv(agent="ccc333", tag=7)
+    three.user("third thing")
+    three.assistant([text("ok")], mid="msg_c", rid="rc")
+    F.write(folder / F.SID / "subagents" / "agent-ccc333.jsonl", three.lines)
+    (folder / F.SID / "subagents" / "agent-ccc333.meta.json").write_text('{"agentType": "Explore"}')
+    db = tmp_path / "a.db"
+    imp(db, tmp_path / ".claude")
+    got = dict((r[0], r[1:]) for r in rows(db, "SELECT session_uuid, parent_session_uuid, parent_call_id, reason "
+                                               "FROM sessions WHERE parent_session_uuid IS NOT NULL"))
+    inline = next(k for k in got if ":sc-" in k)
+    assert got == {f"{F.SID}:aaa111": (F.SID, "toolu_t1", None), f"{F.SID}:bbb222": (F.SID, "toolu_t2", None),
+                   f"{F.SID}:ccc333": (F.SID, "toolu_t3", "Explore"), inline: (F.SID, "toolu_t4", None)}
+    assert len(inline) <= 64
+    assert task_line["uuid"]
+    assert figures(db)["sessions"] == 5
+    # the main session's own lines are all on its path; the sidechain is not in it
+    assert scalar(db, "SELECT COUNT(*) FROM messages WHERE session_uuid = ? AND is_active_path = 0", (F.SID,)) == 0
+
+
+def test_user_lines_tool_results_and_context(tmp_path):
+    png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+    c = Conv()
+    c.user("<command-name>/init</command-name>", isMeta=True)
+    c.user([text("look at this"), {"type": "image", "source": {"type": "base64", "media_type": "image/png",
+                                                               "data": png}}])
+    c.assistant([tool("toolu_1", "Bash", command="false"), tool("toolu_2", "Grep", pattern="x")], mid="msg_1",
+                rid="r1", stop="tool_use")
+    both = c.user([{"type": "tool_result", "tool_use_id": "toolu_1", "content": "Exit code 1", "is_error": True},
+                   {"type": "tool_result", "tool_use_id": "toolu_2", "content": "Exit code 5 is in the file"},
+                   text("[Request interrupted by user]")])
+    c.user([{"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": png}}])
+    c.user([])  # nothing in it: an entry
+    path = F.write(tmp_path / "p" / f"{F.SID}.jsonl", c.lines)
+    db = tmp_path / "a.db"
+    imp(db, path)
+    assert figures(db) == independent([path]) == _f(1, 3, 1, 2, 1, 2, 1, 10, 20, 0, 0)
+    assert dict(rows(db, "SELECT role, COUNT(*) FROM messages GROUP BY 1")) == {
+        "context": 1, "user": 3, "assistant": 1, "toolResult": 2}
+    assert rows(db, "SELECT call_id, exit_code, is_error FROM tool_calls ORDER BY call_id") == [
+        ("toolu_1", 1, 1), ("toolu_2", None, 0)]  # only a Bash result's "Exit code N" is an exit code
+    image = json.loads(scalar(db, "SELECT content_blocks FROM messages WHERE message_uuid = ?", (c.lines[1]["uuid"],)))
+    assert image[1] == {"type": "image", "data": png, "mimeType": "image/png"}
+    # the split line: a user message and two results, chained in order
+    parts = rows(db, "SELECT message_uuid, role FROM messages WHERE seq = ? ORDER BY id", (c.lines.index(both),))
+    assert parts == [("result:toolu_1", "toolResult"), ("result:toolu_2", "toolResult"), (both["uuid"], "user")]
+    assert one(db, "SELECT entry_type FROM entries") == ("user",)
+    assert _digests(rebuild(db)) == _digests(c.lines)
+
+
+# ---------------------------------------------------------------------------------------------
+# Where Claude Code lives, and what is not its
+
+
+def _claude_units(found) -> list[tuple[str, str, str]]:
+    return sorted((u.server, u.agent_id, u.name) for u in found.units if u.source.kind == "claude-code")
+
+
+def test_paths_a_config_dir_projects_a_project_a_file_and_server_trees(tmp_path):
+    from importer.sources import discover
+
+    home = tmp_path / "home"
+    folder = project(home / ".claude")
+    F.write(folder / f"{F.SID}.jsonl", F.basic_session().lines)
+    F.write(folder / F.SID / "subagents" / "agent-a1.jsonl", Conv(agent="a1", tag=3).lines + [
+        Conv(agent="a1", tag=3).user("sub")])
+    (folder / F.SID / "subagents" / "agent-a1.meta.json").write_text('{"agentType": "Explore"}')
+    (folder / F.SID / "tool-results").mkdir()
+    (folder / F.SID / "tool-results" / "big.txt").write_text("output")
+    other = project(home / ".config" / "claude", "-srv-app")
+    F.write(other / f"{F.SID2}.jsonl", F.basic_session(F.SID2, 2).lines)
+    (home / ".claude" / "history.jsonl").write_text('{"display":"hi","project":"/x"}\n')  # prompt history: not a transcript
+    everything = [("box", "claude-code", n) for n in (f"{F.SID}.jsonl", f"{F.SID2}.jsonl", "agent-a1.jsonl",
+                                                      "agent-a1.meta.json")]
+    assert _claude_units(discover([str(home)], server="box")) == sorted(everything)
+    assert _claude_units(discover([str(home / ".claude")], server="box")) == sorted(
+        e for e in everything if e[2] != f"{F.SID2}.jsonl")
+    assert _claude_units(discover([str(home / ".claude" / "projects")], server="box")) == _claude_units(
+        discover([str(home / ".claude")], server="box"))
+    assert _claude_units(discover([str(folder)], server="box")) == _claude_units(
+        discover([str(home / ".claude")], server="box"))
+    assert _claude_units(discover([str(folder / F.SID)], server="box")) == [
+        ("box", "claude-code", "agent-a1.jsonl"), ("box", "claude-code", "agent-a1.meta.json")]
+    assert _claude_units(discover([str(folder / f"{F.SID}.jsonl")], server="box", agent="mine")) == [
+        ("box", "mine", f"{F.SID}.jsonl")]
+    # a folder of per-server trees: each subfolder a server
+    servers = tmp_path / "servers"
+    F.write(project(servers / "alpha" / ".claude") / f"{F.SID}.jsonl", F.basic_session().lines)
+    F.write(project(servers / "beta") / f"{F.SID}.jsonl", F.basic_session().lines)  # beta/ is a config dir copy
+    assert _claude_units(discover([str(servers)])) == [
+        ("alpha", "claude-code", f"{F.SID}.jsonl"), ("beta", "claude-code", f"{F.SID}.jsonl")]
+    db = tmp_path / "a.db"
+    imp(db, servers, server=None)
+    assert rows(db, "SELECT server, project FROM sessions ORDER BY 1") == [("alpha", F.CWD), ("beta", F.CWD)]
+
+
+def test_a_backup_repo_layout_is_read_too(tmp_path):
+    """austinweitao's backups: main sessions in sessions/, sub-agents in subagents/<sessionId>/."""
+    parent, sub = _parent_and_sub_agent(tmp_path / "made", "req_p2")
+    folder = tmp_path / "backup" / "projects" / F.PROJECT
+    (folder / "sessions").mkdir(parents=True)
+    (folder / "subagents" / F.SID).mkdir(parents=True)
+    (folder / "sessions" / parent.name).write_bytes(parent.read_bytes())
+    (folder / "subagents" / F.SID / sub.name).write_bytes(sub.read_bytes())
+    db = tmp_path / "a.db"
+    imp(db, tmp_path / "backup" / "projects")
+    assert rows(db, "SELECT session_uuid, parent_call_id FROM sessions ORDER BY 1") == [
+        (F.SID, None), (f"{F.SID}:a1b2c3", "toolu_task")]
+    # a project folder without any cwd in its lines: the project is the folder's name, decoded
+    c = Conv(F.SID3, tag=3)
+    c.user("hi")
+    for line in c.lines:
+        del line["cwd"]
+    F.write(folder / f"{F.SID3}.jsonl", c.lines)
+    imp(db, tmp_path / "backup" / "projects")
+    assert one(db, "SELECT cwd, project FROM sessions WHERE session_uuid = ?", (F.SID3,)) == (None, "/home/dev/quokka/app")
+
+
+def test_default_paths_are_every_config_dir_that_exists(tmp_path, monkeypatch):
+    from importer.sources import default_paths, discover
+    from importer.sources.claude_code import SOURCE
+    from importer.sources.fs import LOCAL
+
+    home = tmp_path / "home"
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
+    assert SOURCE.default_paths(LOCAL) == []
+    (home / ".claude" / "projects").mkdir(parents=True)  # empty, as on a fresh machine
+    assert SOURCE.default_paths(LOCAL) == ["~/.claude"]
+    assert _claude_units(discover(default_paths())) == []
+    F.write(project(home / ".config" / "claude") / f"{F.SID}.jsonl", F.basic_session().lines)
+    extra_a, extra_b = tmp_path / "work-claude", tmp_path / "team-claude"
+    F.write(project(extra_a, "-a") / f"{F.SID2}.jsonl", F.basic_session(F.SID2, 2).lines)
+    F.write(project(extra_b, "-b") / f"{F.SID3}.jsonl", F.basic_session(F.SID3, 3).lines)
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", f"{extra_a},{extra_b}")
+    assert SOURCE.default_paths(LOCAL) == ["~/.claude", "~/.config/claude", str(extra_a), str(extra_b)]
+    assert len(_claude_units(discover(default_paths()))) == 3
+    # `agentbase import` with no PATH (and no config file) imports them
+    from click.testing import CliRunner
+
+    from importer.cli import cli
+
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    monkeypatch.delenv("AGENTBASE_CONFIG", raising=False)
+    db = tmp_path / "cli.db"
+    result = CliRunner().invoke(cli, ["import", "--db", f"sqlite:///{db}", "--json-summary", "-q"])
+    assert result.exit_code == 0, result.output
+    assert scalar(db, "SELECT COUNT(*) FROM sessions WHERE source = 'claude-code'") == 3
+
+
+def test_other_kinds_trees_and_files_are_left_to_them(tmp_path):
+    from transcripts import conversation, sessions_dir, write as write_openclaw
+
+    from importer.sources import discover
+
+    state = tmp_path / ".openclaw"
+    write_openclaw(sessions_dir(state) / "5e55a0a0-0000-4000-8000-00000000000a.jsonl", conversation())
+    codex = tmp_path / ".codex" / "sessions" / "2026" / "03" / "02"
+    codex.mkdir(parents=True)
+    (codex / "rollout-2026-03-02T10-00-00-0199aaaa-0000-7000-8000-000000000001.jsonl").write_text(
+        '{"timestamp":"2026-03-02T10:00:00.000Z","type":"session_meta","payload":{"id":"x","cwd":"/w"}}\n'
+        '{"timestamp":"2026-03-02T10:00:01.000Z","type":"response_item","payload":{"type":"message"}}\n')
+    pi = tmp_path / ".pi" / "agent" / "sessions" / "--home-dev--"
+    write_openclaw(pi / "2026-03-02T10-00-00-000Z_5e55a0a0-0000-4000-8000-00000000000b.jsonl",
+                   conversation("5e55a0a0-0000-4000-8000-00000000000b"))
+    for path in (state, state / "agents", sessions_dir(state), tmp_path / ".codex", codex, tmp_path / ".pi", pi,
+                 tmp_path):
+        assert _claude_units(discover([str(path)], server="x")) == [], path
+    # files named one by one: each to its kind (an OpenClaw file outside sessions/ is pi's)
+    mixed = tmp_path / "mixed"
+    F.write(mixed / f"{F.SID}.jsonl", F.basic_session().lines)
+    write_openclaw(mixed / "5e55a0a0-0000-4000-8000-00000000000c.jsonl",
+                   conversation("5e55a0a0-0000-4000-8000-00000000000c"))
+    kinds = sorted((u.source.kind, u.name) for u in discover([str(mixed / n) for n in sorted(os.listdir(mixed))]).units)
+    assert kinds == [("claude-code", f"{F.SID}.jsonl"), ("pi", "5e55a0a0-0000-4000-8000-00000000000c.jsonl")]
+    # and the folder: the Claude file is Claude Code's, the other OpenClaw's
+    kinds = sorted((u.source.kind, u.name) for u in discover([str(mixed)]).units)
+    assert kinds == [("claude-code", f"{F.SID}.jsonl"), ("openclaw", "5e55a0a0-0000-4000-8000-00000000000c.jsonl")]
+
+
+def test_stats_json_by_source(tmp_path):
+    from click.testing import CliRunner
+
+    from importer.cli import cli
+
+    parent, sub = _parent_and_sub_agent(tmp_path, "req_p2")
+    db = tmp_path / "a.db"
+    imp(db, tmp_path / ".claude")
+    result = CliRunner().invoke(cli, ["stats", "--db", f"sqlite:///{db}", "--json"])
+    assert result.exit_code == 0, result.output
+    got = json.loads(result.output)["by_source"]["claude-code"]
+    want = independent([parent, sub])
+    assert got["sessions"] == 2 and got["subagent_sessions"] == 1
+    assert got["messages_by_role"] == {"user": want["user"], "assistant": want["assistant"],
+                                       "toolResult": want["toolResult"]}
+    assert (got["model_calls"], got["tool_calls"], got["shell_calls"]) == (
+        want["model_calls"], want["tool_calls"], want["shell_calls"])
+    assert [got["usage"][k] for k in ("input", "output", "cacheRead", "cacheWrite", "totalTokens")] == want["usage"]
+    assert got["unpriced_calls"] == 0 and got["usage"]["cost_total"] > 0
+    assert (got["files"], got["bad_lines"], got["pending_lines"]) == (2, 0, 0)
+
+
+def test_costs_computed_recorded_unpriced_and_the_cache_lifetimes(tmp_path):
+    c = Conv()
+    c.user("hi")
+    c.assistant([text("priced")], mid="msg_1", rid="r1", usages=[usage(1000, 500, 20000, 3000, 1000, 2000)],
+                model="claude-sonnet-4-5-20250929")
+    c.assistant([text("unknown")], mid="msg_2", rid="r2", usages=[usage(10, 10)], model="claude-imaginary-9")
+    line = c.assistant([text("recorded")], mid="msg_3", rid="r3", usages=[usage(10, 10)])[0]
+    line["costUSD"] = 0.0123
+    path = F.write(tmp_path / "p" / f"{F.SID}.jsonl", c.lines)
+    db = tmp_path / "a.db"
+    imp(db, path)
+    got = {r[0]: r[1:] for r in rows(db, "SELECT message_uuid, cost_usd, cost_source, cache_write_5m_tokens, "
+                                         "cache_write_1h_tokens FROM messages WHERE role = 'assistant'")}
+    table = json.loads((REPO / "importer" / "data" / "model_prices.json").read_text())
+    p = table["claude-sonnet-4-5"]  # the price of claude-sonnet-4-5-20250929 (its date stripped)
+    by_hand = (1000 * p["input_cost_per_token"] + 500 * p["output_cost_per_token"]
+               + 20000 * p["cache_read_input_token_cost"] + 1000 * p["cache_creation_input_token_cost"]
+               + 2000 * p["cache_creation_input_token_cost_above_1hr"])
+    assert got["msg_1"][1:] == ("computed", 1000, 2000) and abs(got["msg_1"][0] - by_hand) < 1e-12
+    assert got["msg_2"] == (None, "unpriced", None, None)  # never $0
+    assert got["msg_3"][:2] == (0.0123, "recorded")
+    assert figures(db)["model_calls"] == 3
+    store = open_store(f"sqlite:///{db}")
+    try:
+        t = stats.collect(store)
+    finally:
+        store.close()
+    assert t["unpriced_calls"] == 1 and abs(t["usage"]["cost_total"] - round(by_hand + 0.0123, 8)) < 1e-8
+
+
+def test_the_conversation_view_renders_claude_code_blocks(tmp_path):
+    from importer.export import export_snapshot
+    from test_explorer import PNG_1PX, Site
+
+    c = Conv()
+    c.user("fix the quokka bug")
+    c.assistant([thinking("I should read the file first"),
+                 tool("toolu_read", "Read", file_path="/srv/quokka.py"),
+                 tool("toolu_edit", "Edit", file_path="/srv/quokka.py", old_string="a = 1", new_string="a = 2"),
+                 tool("toolu_write", "Write", file_path="/srv/notes.md", content="# notes"),
+                 tool("toolu_bash", "Bash", command="pytest -q", description="run tests"),
+                 tool("toolu_web", "WebFetch", url="https://example.org/quokka", prompt="summary"),
+                 tool("toolu_mcp", "mcp__github__create_issue", title="quokka", body="fixed")],
+                mid="msg_1", rid="r1", stop="tool_use")
+    for tid, out in (("toolu_read", "a = 1"), ("toolu_edit", "The file has been updated."),
+                     ("toolu_write", "File created"), ("toolu_bash", "Exit code 1\n1 failed"),
+                     ("toolu_web", "A page about quokkas"), ("toolu_mcp", [text("issue #7")])):
+        c.result(tid, out, is_error=out.startswith("Exit") if isinstance(out, str) else None)
+    c.user([text("and this screenshot"), {"type": "image", "source": {"type": "base64", "media_type": "image/png",
+                                                                      "data": PNG_1PX}}])
+    c.assistant([text("Fixed: **a = 2**")], mid="msg_2", rid="r2")
+    F.write(project(tmp_path / ".claude") / f"{F.SID}.jsonl", c.lines)
+    archive = tmp_path / "archive.db"
+    imp(archive, tmp_path / ".claude")
+    store = open_store(f"sqlite:///{archive}")
+    try:
+        export_snapshot(store, tmp_path / "snapshot.db", timezone="UTC")
+    finally:
+        store.close()
+    site = Site(tmp_path / "snapshot.db")
+    html = site.get("/-/agentbase/session/1").text
+    for name in ("Read", "Edit", "Write", "Bash", "WebFetch", "mcp__github__create_issue"):
+        assert f'<strong class="ab-tool-name">{name}</strong>' in html
+    assert "no result recorded" not in html  # every result under its call
+    assert "pytest -q" in html and "old_string" in html and "https://example.org/quokka" in html
+    assert "exit 1" in html and "ab-result ab-result-error" in html and "issue #7" in html
+    assert "ab-badge-thinking" in html and f"data:image/png;base64,{PNG_1PX}" in html
+    assert "claude-sonnet-4-5-20250929" in html and "ab-turn ab-turn-user" in html
+
+
+def test_mariadb_import_equals_sqlite(tmp_path, mariadb_url):
+    from transcripts import dump_store
+
+    parent, sub = _parent_and_sub_agent(tmp_path, "req_other")
+    c = Conv(F.SID2, tag=2)
+    c.user("inline")
+    c.assistant([tool("toolu_x", "Task", prompt="go")], mid="msg_x", rid="rx")
+    side = Conv(F.SID2, tag=8, sidechain=True)
+    side.user("go")
+    side.assistant([text("went")], mid="msg_y", rid="ry")
+    F.write(parent.parent / f"{F.SID2}.jsonl", c.lines + side.lines)
+    local = tmp_path / "a.db"
+    imp(local, tmp_path / ".claude")
+    store = open_store(mariadb_url)
+    try:
+        from importer.pipeline import run_import
+
+        report = run_import(store, [str(tmp_path / ".claude")], server="dev")
+        assert report.files_failed == 0
+    finally:
+        store.close()
+    assert dump_store(mariadb_url) == dump_store(f"sqlite:///{local}")
+    store = open_store(mariadb_url)
+    try:
+        links = sorted(tuple(r) for r in store.query("SELECT session_uuid, parent_call_id FROM sessions"))
+    finally:
+        store.close()
+    assert links == sorted(rows(local, "SELECT session_uuid, parent_call_id FROM sessions"))

@@ -67,6 +67,7 @@ SHELL_TOOL = "Bash"
 # Tools whose calls start a sub-agent (Task/Agent) or a workflow of them.
 SPAWNING_TOOLS = frozenset({"Task", "Agent", "Workflow"})
 SNIFF_BYTES = 64 * 1024
+DISCOVERY_SNIFF = 16 * 1024  # first bytes read of a file to tell its kind while listing
 PREFETCH_LIMIT = 8 * 1024 * 1024
 MAX_DEPTH = 6  # folder levels read below a project folder
 SNIFF_FILES = 3  # files sniffed to tell whether a folder is Claude Code's
@@ -1243,21 +1244,23 @@ class ClaudeCode(Source):
         name = fs.basename(path)
         roots = [path] if name == PROJECTS else [fs.join(path, PROJECTS), fs.join(path, ".claude", PROJECTS),
                                                    fs.join(path, ".config", "claude", PROJECTS)]
-        for root in roots:
+        recognised = False
+        for root in roots:  # a folder may hold both .claude/ and .config/claude/: each is read
             if not fs.is_dir(root):
                 continue
             config = fs.dirname(root)
             trusted = _config_dir_like(fs, config)
-            found = False
+            found = trusted
             for sub in fs.subdirs(root):
                 if sub.name in SKIP_DIRS or sub.name.startswith("."):
                     continue
                 if self._tree(fs, sub.path, scope.server, agent, out, sub.name, trusted, loose=False, list_units=wanted):
                     found = True
-            loose_files = self._tree(fs, root, scope.server, agent, out, None, trusted, loose=True, depth=0,
-                                     list_units=wanted)
-            if found or trusted or loose_files:
-                return True
+            if self._tree(fs, root, scope.server, agent, out, None, trusted, loose=True, depth=0, list_units=wanted):
+                found = True
+            recognised |= found
+        if recognised:
+            return True
         # A project folder, or a folder inside one (a session's subagents/, a workflow run, sessions/).
         trusted = fs.basename(fs.dirname(path)) == PROJECTS
         return self._tree(fs, path, scope.server, agent, out, None, trusted=False, loose=not trusted,
@@ -1275,14 +1278,18 @@ class ClaudeCode(Source):
                        if e.name.endswith(".jsonl") and e.name != JOURNAL]
         if not transcripts:
             return False
-        if not trusted:
+        if loose:
+            # A folder outside projects/ may mix kinds: each file is sniffed, and only Claude Code's
+            # (and empty ones beside them) are taken.
+            verdicts = {e.path: self._sniff(fs, e) for e in transcripts}
+            if True not in verdicts.values():
+                return False
+            files = [(d, e) for d, e in files if verdicts.get(e.path, True) is not False]
+        elif not trusted:
+            # A project folder: its first files tell.
             verdict = None
             for entry in transcripts[:SNIFF_FILES]:
-                try:
-                    with fs.open(entry.path, entry.size) as f:
-                        verdict = looks_like_claude(f.read(SNIFF_BYTES))
-                except OSError:
-                    continue
+                verdict = self._sniff(fs, entry)
                 if verdict is not None:
                     break
             if verdict is not True:
@@ -1299,6 +1306,13 @@ class ClaudeCode(Source):
             cls = TranscriptFile if entry.name.endswith(".jsonl") and entry.name != JOURNAL else LinkFile
             out.add(cls(self, server, agent, entry.path, entry.name, size, mtime, fs=fs, context=context))
         return True
+
+    def _sniff(self, fs: FileSystem, entry) -> bool | None:
+        try:
+            with fs.open(entry.path, entry.size) as f:
+                return looks_like_claude(f.read(DISCOVERY_SNIFF))
+        except OSError:
+            return None
 
     def _walk(self, fs: FileSystem, folder: str, files: list, depth: int, limit: int, loose: bool,
               out: Discovery) -> None:
