@@ -10,7 +10,6 @@ each trap on its own.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
 import os
@@ -1078,7 +1077,7 @@ def test_the_conversation_view_renders_claude_code_blocks(tmp_path):
 def test_mariadb_import_equals_sqlite(tmp_path, mariadb_url):
     from transcripts import dump_store
 
-    parent, sub = _parent_and_sub_agent(tmp_path, "req_other")
+    parent, _sub = _parent_and_sub_agent(tmp_path, "req_other")
     c = Conv(F.SID2, tag=2)
     c.user("inline")
     c.assistant([tool("toolu_x", "Task", prompt="go")], mid="msg_x", rid="rx")

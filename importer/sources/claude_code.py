@@ -566,26 +566,25 @@ class ClaudeParser:
 
     # -- sessions ------------------------------------------------------------------------------
 
-    def _session_of(self, line: _Line) -> tuple[str | None, bool]:
-        """(the line's session or None when it depends on the file's, whether the line tells the
-        file's session)."""
+    def _session_of(self, line: _Line) -> str | None:
+        """The session a line names, or None when it is the file's (a line without a sessionId, the
+        compact summary opening a continued file)."""
         obj = line.obj
         sid = obj.get("sessionId")
         sid = sid if isinstance(sid, str) and sid else None
-        if obj.get("isSidechain") is True:
+        if obj.get("isSidechain") is True or (self.ctx.agent is not None and obj.get("isSidechain") is not False):
+            # a sidechain line; every line of an agent-<id>.jsonl is its sub-agent's
             base = sid or self.ctx.parent or (self.file_session.split(":")[0] if self.file_session else None)
             agent = obj.get("agentId")
             agent = agent if isinstance(agent, str) and agent else self.ctx.agent
             if base is None:
-                return None, False
+                return None
             if agent:
-                return P.clamp_id(f"{base}:{agent}"), True
-            return self._inline_sidechain(base, obj), False
-        if sid is None:
-            return None, False
-        if obj.get("isCompactSummary") is True:
-            return None, False
-        return P.clamp_id(sid), True
+                return P.clamp_id(f"{base}:{agent}")
+            return self._inline_sidechain(base, obj)
+        if sid is None or obj.get("isCompactSummary") is True:
+            return None
+        return P.clamp_id(sid)
 
     def _inline_sidechain(self, base: str, obj: dict) -> str:
         """A 1.0.x sidechain line without an agentId: the session of the sidechain it continues, or a
@@ -608,7 +607,7 @@ class ClaudeParser:
         return session == self.stem if self.stem_is_uuid else True
 
     def _take(self, line: _Line) -> None:
-        session, _own = self._session_of(line)
+        session = self._session_of(line)
         if self._held:
             # Holding: every line waits (in order) until the file's session is known.
             self._held.append(line)
@@ -631,21 +630,22 @@ class ClaudeParser:
         if self.file_session is None and force:
             # The file never named its own session: the first one its lines name, else none at all
             # (a file of summary lines): its lines are kept as orphans.
-            self.file_session = next((s for s in (self._session_of(line)[0] for line in held) if s), None)
+            self.file_session = next((s for s in (self._session_of(line) for line in held) if s), None)
             if self.file_session is None:
                 for line in held:
                     self._orphan(line)
                 return
         for line in held:
-            session, _own = self._session_of(line)
-            line.session = session or self.file_session
+            line.session = self._session_of(line) or self.file_session
             self._route(line)
 
     def _orphan(self, line: _Line) -> None:
+        """A line of a file that names no session: kept in the links table (and listed among the
+        read's entries, which tell a Claude Code file from another JSON-lines file)."""
+        raw = line.raw.decode("utf-8", "replace")
         self._result.entries.append(P.Entry(f"orphan:{line.index}", None, _type(line.obj) or "line", line.index,
                                             line.obj, line.raw))
-        self._orphans.append(self._link(self.file_session or "", "orphan", f"{line.index}:{_h8(line.raw.decode('utf-8', 'replace'))}",
-                                        value=line.raw.decode("utf-8", "replace")))
+        self._orphans.append(self._link(self.file_session or "", "orphan", f"{line.index}:{_h8(raw)}", value=raw))
 
     def _state(self, session: str) -> dict:
         st = self.sess.get(session)
@@ -899,8 +899,8 @@ class ClaudeParser:
                         row["exit_code"] = P._int(int(m.group(1)))
                 if tid and isinstance(tur, dict):
                     self._result_links(session, tid, tur)
-            raw_bytes = line.raw if n == 0 else P._dumps(raw_obj).encode()
-            entry = P.Entry(p["id"], parent, "message", line.index, obj, raw_bytes)
+            # Each part changes when its line does: the line is the raw of every part.
+            entry = P.Entry(p["id"], parent, "message", line.index, obj, line.raw)
             entry.row = row
             entry.calls = []
             self._emit(session, entry)
@@ -1027,7 +1027,7 @@ class ClaudeParser:
             if call_id:
                 _put(self.tools, call_id, name, TOOLS_LIMIT)
                 if name in SPAWNING_TOOLS:
-                    holder = next((ln for ln, blocks in zip(lines, originals) if any(
+                    holder = next((ln for ln, blocks in zip(lines, originals, strict=True) if any(
                         isinstance(b, dict) and b.get("type") == "tool_use" and b.get("id") == call_id
                         for b in blocks)), first)
                     line_uuid = holder.obj.get("uuid")
@@ -1366,7 +1366,7 @@ class ClaudeCode(Source):
             return next(iter(found)) if found else None
 
         journal_any: dict = {}
-        for session, facts in links.get("journal", {}).items():
+        for facts in links.get("journal", {}).values():
             for key, (_call, value) in facts.items():
                 journal_any.setdefault(key, value)
         following: dict = {}
