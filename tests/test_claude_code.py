@@ -325,10 +325,9 @@ def test_samples_trees_link_sub_agents_and_continuations(samples, tmp_path):
     ok(call is not None, "the sample's Workflow result names its run")
     subs = rows(db, "SELECT session_uuid, parent_session_uuid, parent_call_id, session_type, reason FROM sessions "
                     "WHERE parent_session_uuid IS NOT NULL ORDER BY session_uuid")
-    ok(len(subs) == 2, "two sub-agent sessions")
-    for uuid, parent_uuid, parent_call, session_type, _reason in subs:
-        ok(uuid.startswith(parent.stem + ":agent-") is False and uuid.split(":")[0] == parent.stem,
-           "a sub-agent session is <sessionId>:<agentId>")
+    agents = sorted(p.name[len("agent-"):-len(".jsonl")] for p in (samples / AUSTIN).rglob("agent-*.jsonl"))
+    ok([s[0] for s in subs] == [f"{parent.stem}:{a}" for a in agents], "a sub-agent session is <sessionId>:<agentId>")
+    for _uuid, parent_uuid, parent_call, session_type, _reason in subs:
         ok(parent_uuid == parent.stem and parent_call == call and session_type == "subagent",
            "sub-agent linked to its parent session and the Workflow call")
     reasons = sorted(r[4] or "" for r in subs)

@@ -5,9 +5,10 @@ A PATH may be a Claude config dir (``~/.claude``, ``~/.config/claude``, each of
 ``$CLAUDE_CONFIG_DIR``), a folder holding one (``.claude/``, ``.config/claude/``), its ``projects/``
 folder, one project folder, a folder inside one (a session's ``subagents/``, a workflow run), or one
 file. Backup copies rearrange that tree (``sessions/`` folders, ``subagents/<sessionId>/``): inside a
-project folder every ``*.jsonl`` is read wherever it is. A folder outside ``projects/`` is only taken
-when one of its files reads as Claude Code's (their first lines are sniffed), so OpenClaw's and Codex's
-trees are left to their kinds.
+project folder every ``*.jsonl`` is read wherever it is. Other kinds' trees and files are left to
+them: a ``projects/`` folder outside a recognisable config dir is taken project by project, each when
+its first files read as Claude Code's, and a folder outside ``projects/`` has each of its files'
+first lines sniffed.
 
 What a file becomes (the parser, :class:`ClaudeParser`):
 
