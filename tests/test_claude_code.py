@@ -1101,3 +1101,33 @@ def test_mariadb_import_equals_sqlite(tmp_path, mariadb_url):
     finally:
         store.close()
     assert links == sorted(rows(local, "SELECT session_uuid, parent_call_id FROM sessions"))
+
+
+def test_side_lines_are_threaded_and_a_rewind_stays_a_branch(tmp_path):
+    """Claude Code hangs a hook's attachment off the assistant message beside its tool result, and
+    system lines off the last message: they go on the path. A prompt whose parent is further back
+    (a rewind) starts a branch."""
+    c = Conv()
+    first = c.user("list the files")
+    call = c.assistant([tool("toolu_1", "Bash", command="ls")], mid="msg_1", rid="r1", stop="tool_use")[-1]
+    hook = c.base("attachment", attachment={"type": "hook_success", "hookName": "PostToolUse"})
+    c.parent = call["uuid"]  # the result is the assistant's child too
+    c.result("toolu_1", "a b c")
+    c.assistant([text("a, b and c")], mid="msg_2", rid="r2")
+    c.system("stop_hook_summary", hookCount=1)
+    c.floating("last-prompt", lastPrompt="list the files", sessionId=F.SID)
+    path = F.write(tmp_path / "p" / f"{F.SID}.jsonl", c.lines)
+    db = tmp_path / "a.db"
+    imp(db, path)
+    assert scalar(db, "SELECT COUNT(*) FROM messages WHERE is_active_path = 0") == 0
+    assert scalar(db, "SELECT COUNT(*) FROM entries WHERE is_active_path = 0") == 0
+    assert scalar(db, "SELECT parent_message_uuid FROM messages WHERE message_uuid = 'result:toolu_1'") == hook["uuid"]
+    # a rewind: a new prompt whose parent is the first prompt's
+    c.parent = first["parentUuid"]
+    c.user("no, list the hidden files too")
+    c.assistant([text("., .., a, b and c")], mid="msg_3", rid="r3")
+    F.write(path, c.lines)
+    imp(db, path)
+    off = rows(db, "SELECT message_uuid FROM messages WHERE is_active_path = 0 ORDER BY seq")
+    assert off == [(first["uuid"],), ("msg_1",), ("result:toolu_1",), ("msg_2",)]
+    assert figures(db) == independent([path])

@@ -33,9 +33,10 @@ What a file becomes (the parser, :class:`ClaudeParser`):
   ``tool_result`` block (id ``result:<tool_use_id>``, so one per tool call, exit code from
   ``Exit code N``); ``isMeta`` and ``isCompactSummary`` lines are role ``context`` (``is_context``).
 - Every other line is an entry (summary, system, compaction boundary, file-history snapshot,
-  attachment, queue, mode, title lines...). Lines without a ``uuid`` are threaded into the conversation
-  after the line they follow, so the active path (leaf back to root) runs through the whole session;
-  so are lines whose parent was never written.
+  attachment, queue, mode, title lines...). Side lines Claude Code hangs beside the conversation's
+  next line (hook attachments, system lines), lines without a ``uuid`` and lines whose parent was never
+  written are threaded in after the line they follow, so the active path (leaf back to root) runs
+  through the whole session; a rewind stays a branch.
 - ``raw_json`` keeps each line (without ``message.content``, which is in ``content_blocks``), and for a
   merged message or a split user line how its blocks came from the lines (``_agentbase``), so that
   every line can be rebuilt (docs/claude-code.md).
@@ -82,6 +83,7 @@ IDS_LIMIT = 4000  # line uuid -> entry id
 TOOLS_LIMIT = 512  # tool_use id -> tool name
 PROMPTS_LIMIT = 128  # Task prompt -> tool_use id
 HELD_LIMIT = 2000  # lines held while a file's session is not known yet
+SIDE_LIMIT = 64  # side lines after a session's last message, remembered to thread them
 
 _UUID_RE = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
 _AGENT_FILE_RE = re.compile(r"^agent-(.+)\.jsonl$")
@@ -651,7 +653,7 @@ class ClaudeParser:
     def _state(self, session: str) -> dict:
         st = self.sess.get(session)
         if st is None:
-            st = self.sess[session] = {"tip": None, "real": None, "v": {}}
+            st = self.sess[session] = {"tip": None, "real": None, "side": [], "v": {}}
         return st
 
     # -- grouping assistant lines --------------------------------------------------------------
@@ -687,22 +689,34 @@ class ClaudeParser:
 
     # -- tree ----------------------------------------------------------------------------------
 
-    def _parent(self, st: dict, obj: dict) -> str | None:
+    def _parent(self, st: dict, obj: dict, message: bool = False) -> str | None:
+        """A line's parent in the tree. Claude Code hangs side lines (hook attachments, system lines,
+        progress) off the message they follow, beside the conversation's next line: whatever hangs
+        off the last message, or off a side line after it, is threaded at the tip instead, so the
+        active path runs through all of it. Lines without a uuid, or whose parent was never written,
+        go at the tip too; a parent further back (a rewind) stays a branch, and so does a message
+        with no parent after the session's first (a rewind to the start)."""
         ref = obj.get("parentUuid") or obj.get("logicalParentUuid")
         if isinstance(ref, str) and ref:
             known = self.ids.get(_h8(ref))
             if known is not None:
                 pid = known or P.clamp_id(ref)
-                return st["tip"] if pid == st["real"] else pid
+                return st["tip"] if pid == st["real"] or pid in st["side"] else pid
+        elif message and st["real"] is not None and "parentUuid" in obj:
+            return None
         return st["tip"]
 
     def _placed(self, st: dict, entry_id: str, uuids: list, real: bool) -> None:
+        """``real``: a message (user, assistant, tool result); else a side line."""
         for uuid in uuids:
             if isinstance(uuid, str) and uuid:
                 _put(self.ids, _h8(uuid), "" if P.clamp_id(uuid) == entry_id else entry_id, IDS_LIMIT)
         st["tip"] = entry_id
         if real:
             st["real"] = entry_id
+            st["side"] = []
+        else:
+            st["side"] = (st["side"] + [entry_id])[-SIDE_LIMIT:]
 
     def _emit(self, session: str, entry: P.Entry) -> None:
         self._result.entries.append(entry)
@@ -793,7 +807,7 @@ class ClaudeParser:
         }
         entry.calls = []
         self._emit(session, entry)
-        self._placed(st, entry_id, [uuid], real=uuid is not None)
+        self._placed(st, entry_id, [uuid], real=False)
         self._line_links(session, obj)
         if t == "summary" and isinstance(obj.get("leafUuid"), str) and isinstance(obj.get("summary"), str):
             # A title pointer: the title of the conversation ending at leafUuid, when it is here.
@@ -870,7 +884,7 @@ class ClaudeParser:
             for p in parts:
                 if p["role"] == "user":
                     p["role"] = "context"
-        parent = self._parent(st, obj)
+        parent = self._parent(st, obj, message=True)
         slim = _without_content(obj)
         # One message holding every block of the line as it was: raw_json is the line without its
         # content. Otherwise raw_json says which message took which blocks (docs/claude-code.md).
@@ -906,7 +920,7 @@ class ClaudeParser:
             entry.calls = []
             self._emit(session, entry)
             parent = p["id"]
-        self._placed(st, parts[-1]["id"], [uuid], real=uuid is not None)
+        self._placed(st, parts[-1]["id"], [uuid], real=True)
         if context is False and obj.get("isSidechain") is True and ":sc-" in session:
             self._sidechain_prompt(session, st, content)
 
@@ -1000,7 +1014,7 @@ class ClaudeParser:
             costs = [c for c in costs if c is not None]
             cost = max(costs) if costs else None
         ts = P.format_timestamp(obj.get("timestamp"))
-        parent = self._parent(st, obj)
+        parent = self._parent(st, obj, message=True)
         row = self._row(entry_id, parent, "assistant", merged, ts, first.index, raw_obj)
         row.update({k: v for k, v in best.items()})
         row["model"] = model[:128] if model else None
