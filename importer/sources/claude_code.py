@@ -1290,7 +1290,8 @@ class ClaudeCode(Source):
         files: list = []  # (depth, listed entry)
         self._walk(fs, folder, files, 0, depth, loose, out)
         transcripts = [e for d, e in sorted(files, key=lambda x: (x[0], x[1].name))
-                       if e.name.endswith(".jsonl") and e.name != JOURNAL]
+                       if e.name.endswith(".jsonl") and e.name != JOURNAL
+                       and not out.has(server, e.path)]  # listed, or kept away, by another kind
         if not transcripts:
             return False
         if loose:

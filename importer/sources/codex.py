@@ -837,7 +837,9 @@ def _reserve(out: Discovery, server: str, path: str) -> None:
 class CodexSource(Source):
     kind = "codex"
     name = "codex"
-    order = 15  # before OpenClaw's "a folder of transcripts" (a Codex home holds history.jsonl)
+    # Before Claude Code's and OpenClaw's looser rules (a Codex home holds history.jsonl,
+    # which they would sniff): its files it never reads are kept away from them (_reserve).
+    order = 12
     records_costs = False
     shell_tools = SHELL_TOOLS
 
