@@ -296,14 +296,14 @@ class _Preparer:
                 self.pool = None
 
     def collect(self, store: Store):
-        """Pass 1: every credential value in the store (this process and the
-        worker read alternate batches), then the set goes to the worker."""
+        """Pass 1: every credential value in the store (the worker reads half
+        of the messages, see redact.collect), then the set goes to the worker."""
         from . import redact as R
 
         secrets = R.collect(store, REDACT_COLUMNS, self.pool)
         R.install_set(secrets)
-        if self.pool is not None:
-            self.pool.apply(R.install, (secrets.values(),))
+        if self.pool is not None:  # (the worker runs its tasks in order: this one before the rows)
+            self.pending.append(([], lambda rows, result: None, self.pool.apply_async(R.install, (secrets.values(),))))
         return secrets
 
     def add(self, table: str, names: tuple, rows: list, write) -> None:
@@ -319,8 +319,7 @@ class _Preparer:
             keep = [i for i, c in enumerate(names) if c in ("id", "content_blocks", "text_preview")]
             names = tuple(names[i] for i in keep)
             payload = [tuple(row[i] for i in keep) for row in rows]
-        if self.pool is None or not fts:
-            # Other tables are small: done here.
+        if self.pool is None:
             write(rows, prepare_rows(table, names, payload, redact, fts))
             return
         self.pending.append((rows, write, self.pool.apply_async(prepare_rows, (table, names, payload, redact, fts))))

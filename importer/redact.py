@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import json
 import math
 import re
@@ -185,7 +186,7 @@ def looks_secret(value: str, quoted: bool = False) -> bool:
         return False
     if v.endswith(("()", "(", ")")) or "${" in v or "{{" in v:
         return False
-    if v[0] in "/~" and not (n >= 30 and "." not in v and _aws_secret_shape(v)):
+    if v[0] in "/~" and not (n >= 30 and "." not in v and v.count("/") <= 3 and _aws_secret_shape(v)):
         return False  # a path (a base64 secret may start with a slash too)
     low = v.lower()
     if low in _PLACEHOLDERS or not low.strip("*x•._-#?0") or _CONSTANT.fullmatch(v):
@@ -203,13 +204,17 @@ def looks_secret(value: str, quoted: bool = False) -> bool:
     return classes >= 2 and (digit or symbol or n >= 8)
 
 
+_EDGE = "*.,;:!?()[]{}\"'`\\_~"  # markdown and punctuation around a word of prose
+
+
 def _random_looking(v: str, min_len: int = 8) -> bool:
     """For a value beside a credential word with nothing but a space or "is"
-    between them: long enough, mixed, and of high entropy (not a word)."""
+    between them: long enough, with digits or mixed case (not a word, not a
+    word in markdown), and of high entropy."""
     if len(v) < min_len or not looks_secret(v):
         return False
     digit, upper, lower, symbol = _classes(v)
-    if digit + upper + lower + symbol < 2 or not (digit or symbol):
+    if not (digit and (upper or lower)) and not (upper and lower and (digit or symbol)):
         return False
     if v.isdigit() or _PATH_OR_HOST.fullmatch(v):
         return False
@@ -266,8 +271,8 @@ def _name_is_secret(name: str) -> bool:
     low = name.lower()
     if low.startswith(("max", "num", "total", "input", "output", "cache", "prompt", "completion", "reasoning")):
         return False
-    if low in ("pass", "bypass") or low.endswith(("bypass", "compass", "passes")):
-        return False
+    if low in ("pass", "bypass", "pwd", "oldpwd") or low.endswith(("bypass", "compass", "passes")):
+        return False  # (PWD, OLDPWD: the shell's working directories)
     suffix = m.group(1) or ""
     return not (suffix and _NOT_SECRET_SUFFIX.search(suffix))
 
@@ -785,9 +790,11 @@ class Detector:
                     if m is None:
                         continue
                     seen.add(st)
-                    v = m.group("uv").rstrip(".!?:")
+                    raw = m.group("uv")
+                    v = raw.strip(_EDGE)
                     if _random_looking(v) and not _inside_marker(text, st):
-                        out.append((v, _keyword_kind(m.group("name")), m.start("uv"), m.start("uv") + len(v)))
+                        vs = m.start("uv") + raw.index(v)
+                        out.append((v, _keyword_kind(m.group("name")), vs, vs + len(v)))
                 at = low.find(root, at + len(root))
 
     def _keywords_in(self, text: str, out: list, hit: set) -> None:
@@ -957,22 +964,22 @@ class Detector:
 
 def _rows_hit(finder, texts: list[str], sep: str) -> set[int]:
     """The indexes of the ``texts`` in which ``finder`` (RE2) matches, from
-    one search of them all joined by ``sep`` (which no match can span)."""
+    one pass over them all joined by ``sep`` (which no match can span), as
+    UTF-8 bytes (offsets in bytes: nothing to convert back to characters)."""
     if not texts:
         return set()
     if _re2 is None:
         return {i for i, t in enumerate(texts) if finder.search(t)}
-    big = sep.join(texts)
-    if finder.search(big) is None:
-        return set()
-    starts = []
-    at = 0
-    for t in texts:
-        starts.append(at)
-        at += len(t) + len(sep)
     from bisect import bisect_right
 
-    return {bisect_right(starts, m.start()) - 1 for m in finder.finditer(big)}
+    parts = [t if isinstance(t, bytes) else t.encode("utf-8", "surrogatepass") for t in texts]
+    bsep = sep.encode()
+    starts = []
+    at = 0
+    for part in parts:
+        starts.append(at)
+        at += len(part) + len(bsep)
+    return {bisect_right(starts, m.start()) - 1 for m in finder.finditer(bsep.join(parts))}
 
 
 def _piece_ok(piece: str) -> bool:
@@ -1044,6 +1051,7 @@ def _hex(code: int, width: int) -> str:
 _JSON_ESC = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\b": "\\b", "\f": "\\f", "/": "\\/"}
 
 
+@functools.lru_cache(maxsize=4096)
 def _char_pattern(ch: str) -> str:
     """One character of a value as it may be written: itself, JSON-escaped
     one or two levels deep, \\u-escaped (either case), or %-encoded."""
@@ -1062,6 +1070,23 @@ def _char_pattern(ch: str) -> str:
     else:
         alts.append("".join("%" + _hex(b, 2) for b in ch.encode("utf-8")))
     return "(?:" + "|".join(alts) + ")"
+
+
+_ANCHOR_CHARS = re.compile(r"[A-Za-z0-9._~-]{6,}")  # never escaped by JSON, nor by a URL encoder
+_ANCHOR = 8
+_U_ESCAPE = r"\\u(?:00[2-9a-fA-F][0-9a-fA-F]|0[1-9a-fA-F][0-9a-fA-F]{2}|[1-9a-fA-F][0-9a-fA-F]{3})"
+_PERCENTS = r"(?:%[0-9a-fA-F]{2}){6}"
+
+
+def _anchor(value: str, extra: str = "._~-") -> str | None:
+    """A literal piece of ``value`` that any written form of it holds as it
+    is (but a \\u-escaped or wholly %-encoded one): its longest run of
+    characters that JSON and URL encoders leave alone, at most 8 of them."""
+    runs = _ANCHOR_CHARS.findall(value) if extra else re.findall(r"[A-Za-z0-9]{6,}", value)
+    if not runs:
+        return None
+    best = max(runs, key=len)
+    return best[:_ANCHOR]
 
 
 def _value_pattern(value: str) -> str:
@@ -1084,12 +1109,18 @@ def _b64_forms(value: str) -> set[str]:
 
 
 class SecretSet:
-    """Every credential value found in a store, and their replacement in any text."""
+    """Every credential value found in a store, and their replacement in any text.
+
+    Each value becomes an RE2 pattern that matches it in any written form
+    (see _value_pattern), and so does each of its base64 forms. A text is
+    first read for the values' anchors (a literal piece of each, in one
+    RE2::Set pass that tells which are there, overlapping or not); only the
+    few values whose anchor is in the text are then looked for in their
+    every form, with a program made of those values alone (cached), so the
+    cost of a pass does not grow with the number of values."""
 
     def __init__(self, values: Iterable[tuple[str, str]] = ()):
         self.kinds: dict[str, str] = {}  # value -> kind
-        self._programs: list | None = None
-        self._index: list[list[str]] = []
         self._ready = False
         self.add_all(values)
 
@@ -1120,52 +1151,134 @@ class SecretSet:
         return sorted(self.kinds.items())
 
     def _build(self) -> None:
-        entries: list[tuple[str, str, str, bool]] = []  # (pattern, kind, label, short)
+        entries: list[tuple[int, str, str, bool]] = []  # (length, pattern, kind, short)
+        anchored: dict[str, list[int]] = {}
+        always: list[int] = []
+
+        def entry(length: int, pattern: str, kind: str, short: bool, anchor: str | None) -> None:
+            entries.append((length, pattern, kind, short))
+            if anchor is None:
+                always.append(len(entries) - 1)
+            else:
+                anchored.setdefault(anchor, []).append(len(entries) - 1)
+
         for value, kind in self.kinds.items():
             if len(value) > 4096:  # a whole PEM block: its lines are in the set too
                 continue
-            entries.append((len(value), _value_pattern(value), kind, len(value) < _SHORT))
+            anchor = _anchor(value)
+            entry(len(value), _value_pattern(value), kind, len(value) < _SHORT, anchor)
             if len(value) >= 11:
+                # (its base64 forms: found by the value's anchor in the base64 runs, decoded)
                 for form in _b64_forms(value):
-                    entries.append((len(form), re.escape(form), kind, False))
-        entries.sort(key=lambda e: -e[0])  # longest first: leftmost-first alternation prefers them
-        self._programs = []
-        for at in range(0, len(entries), _CHUNK):
-            chunk = entries[at:at + _CHUNK]
-            source = "|".join(f"({p})" for _n, p, _k, _s in chunk)
-            self._programs.append((_compile(source, capture=False, longest=True), _compile(source),
-                                   [(k, s) for _n, _p, k, s in chunk]))
+                    entry(len(form), re.escape(form), kind, False, anchor)
+        self._entries = entries
+        self._anchors = list(anchored)
+        self._anchored = [anchored[a] for a in self._anchors]
+        self._always = always
+        # RE2::Set patterns: the anchors, the three forms that hide them, then the values that have none
+        patterns = [re.escape(a) for a in self._anchors] + [_U_ESCAPE, _PERCENTS, _B64_TEXT] + \
+            [entries[i][1] for i in always]
+        self._n_anchors = len(self._anchors)
+        if _re2 is not None:
+            options = _re2.Options()
+            options.max_mem = 256 << 20
+            self._set = _re2.Set.SearchSet(options)
+            for pattern in patterns:
+                self._set.Add(pattern)
+            self._set.Compile()
+        else:
+            self._set = [re.compile(p) for p in patterns]
+        # whether a batch of rows holds any anchor at all: one search of them all
+        self._any = _compile("|".join(f"(?:{p})" for p in patterns), capture=False, longest=True)
+        self._cache: dict[tuple[int, ...], list] = {}
         self._ready = True
 
+    def _match(self, text: str) -> list[int]:
+        if _re2 is not None:
+            return self._set.Match(text) or []
+        return [i for i, r in enumerate(self._set) if r.search(text)]
+
+    def _candidates(self, text: str) -> tuple[int, ...]:
+        """The entries whose anchor is in ``text``, or in it with its \\u and
+        %XX escapes decoded when it has such escapes (they hide anchors)."""
+        hits = self._match(text)
+        out: set[int] = set()
+        n = self._n_anchors
+        decoded: list[str] = []
+        for i in hits:
+            if i < n:
+                out.update(self._anchored[i])
+            elif i == n or i == n + 1:  # \\u or %XX escapes: the anchors may be in the text decoded
+                if not decoded:
+                    plain = text
+                    for _ in range(2):  # a \\u escape inside a JSON string is escaped once more
+                        if "\\" in plain:
+                            plain = _unescape(plain)
+                    decoded.append(_url_decode(plain))
+            elif i == n + 2:  # a base64 run of text: the anchors may be in it decoded
+                for m in _B64_RUN_RE.finditer(text):
+                    plain = _b64_text(m.group())
+                    if plain is not None:
+                        decoded.append(plain)
+            else:
+                out.add(self._always[i - n - 3])
+        for plain in decoded:
+            for i in self._match(plain):
+                if i < n:
+                    out.update(self._anchored[i])
+                elif i >= n + 3:
+                    out.add(self._always[i - n - 3])
+        return tuple(sorted(out))
+
+    def _programs(self, candidates: tuple[int, ...]) -> list:
+        """Programs (RE2, a group per entry) for these entries, longest
+        first so that an alternation prefers them; cached."""
+        programs = self._cache.get(candidates)
+        if programs is None:
+            chosen = sorted(candidates, key=lambda i: -self._entries[i][0])
+            programs = []
+            for at in range(0, len(chosen), _CHUNK):
+                chunk = [self._entries[i] for i in chosen[at:at + _CHUNK]]
+                source = "|".join(f"({p})" for _n, p, _k, _s in chunk)
+                programs.append((_compile(source), [(k, s) for _n, _p, k, s in chunk]))
+            if len(self._cache) > 4096:
+                self._cache.clear()
+            self._cache[candidates] = programs
+        return programs
+
     def rows_hit(self, texts: list[str]) -> set[int]:
-        """Which of ``texts`` (a batch of rows, each its columns joined by
-        NUL, which no value holds) hold a value: one RE2 pass per program."""
+        """Which of ``texts`` (a batch of rows, each its values joined by
+        NUL, which no value holds) hold a value: one RE2 pass over the batch
+        for the anchors, then a closer look at the few rows that have one."""
         if not self.kinds:
             return set()
         if not self._ready:
             self._build()
-        hit: set[int] = set()
-        for test, _p, _k in self._programs:
-            hit |= _rows_hit(test, texts, "\x00")
-        return hit
+        return {i for i in _rows_hit(self._any, texts, "\x00") if self.search(texts[i])}
 
     def search(self, text: str) -> bool:
         """Whether any value (in any of its forms) occurs in ``text``."""
-        if not self.kinds or not text:
+        if not self.kinds:
             return False
         if not self._ready:
             self._build()
-        return any(test.search(text) is not None for test, _p, _k in self._programs)
+        if not text:
+            return False
+        candidates = self._candidates(text)
+        return bool(candidates) and any(p.search(text) is not None for p, _i in self._programs(candidates))
 
     def replace(self, text: str, counts: Counter | None = None) -> tuple[str, Counter]:
         """``text`` with every occurrence of every value replaced; the count per kind."""
         if counts is None:
             counts = Counter()
-        if not self.search(text):
+        if not self.kinds or not text:
             return text, counts
-        for test, program, info in self._programs:
-            if test.search(text) is None:
-                continue
+        if not self._ready:
+            self._build()
+        candidates = self._candidates(text)
+        if not candidates:
+            return text, counts
+        for program, info in self._programs(candidates):
             out: list[str] = []
             pos = 0
             for m in program.finditer(text):
@@ -1288,12 +1401,18 @@ def row_text(row: tuple) -> str:
     return "\x00".join(v for v in row if isinstance(v, str))
 
 
+def _batch_texts(rows: list[tuple]) -> list[str]:
+    """Each row's values joined by NUL, without a Python step per value
+    (numbers come along as digits: no value of the set is a number)."""
+    return ["\x00".join(map(str, filter(None, row))) for row in rows]
+
+
 def redact_rows(secrets: SecretSet, table: str, names: tuple[str, ...], rows: list[tuple],
                 redact_columns: dict) -> dict[int, tuple[dict, list, Any]]:
     """Pass 2 for a batch: {index in rows: redact_row's result} for the rows
     that hold a value (found with one RE2 pass over the batch)."""
     out = {}
-    for i in sorted(secrets.rows_hit([row_text(r) for r in rows])):
+    for i in sorted(secrets.rows_hit(_batch_texts(rows))):
         got = redact_row(secrets, table, names, rows[i], redact_columns, checked=True)
         if got is not None:
             out[i] = got
@@ -1345,9 +1464,10 @@ _SECRETS: SecretSet | None = None
 
 
 def install(values: list[tuple[str, str]]) -> None:
-    """A worker's copy of the export's set (Pool initializer)."""
+    """A worker's copy of the export's set, ready to search."""
     global _SECRETS
     _SECRETS = SecretSet(values)
+    _SECRETS.search("")
 
 
 def install_set(secrets: SecretSet) -> None:
@@ -1506,7 +1626,8 @@ def scan_store(store, redact_columns: dict | None = None) -> dict:
         have = set(store.columns(table))
         sid = _SESSION_ID.get(table)
         label = _LABELS.get(table, "id")
-        need = ["id"] + [c for c in (sid, label, "content_blocks", *detect) if c and c in have and c != "id"]
+        need = ["id"] + [c for c in (sid, label, "server", "agent_id", "content_blocks", *detect)
+                         if c and c in have and c != "id"]
         need = list(dict.fromkeys(need))
         for cols, rows in _table_rows(store, table, need):
             names = tuple(cols)
@@ -1520,10 +1641,13 @@ def scan_store(store, redact_columns: dict | None = None) -> dict:
                     server, agent, session = sessions.get(values.get(sid) if sid else None, (None, None, None))
                     if table == "session_index" or table == "parsed_files":
                         server, agent = values.get("server"), values.get("agent_id")
+                    # (a label may hold a value too: a file name, a session id taken from one)
+                    server, agent, session, entry = (secrets.replace(x)[0] if isinstance(x, str) else x
+                                                     for x in (server, agent, session, values.get(label)))
                     for kind, n in counts.items():
                         kinds[kind] += n
                         places.append({"server": server, "agent": agent, "session": session, "table": table,
-                                       "id": values["id"], "entry": values.get(label), "column": column,
+                                       "id": values["id"], "entry": entry, "column": column,
                                        "kind": kind, "count": n})
     return {"total": sum(kinds.values()), "kinds": dict(kinds.most_common()), "places": places}
 
