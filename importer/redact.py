@@ -55,7 +55,6 @@ import re
 import string
 from collections import Counter
 from typing import Any, Iterable, Iterator
-from urllib.parse import quote
 
 import orjson
 
@@ -284,22 +283,9 @@ def _keyword_kind(name: str) -> str:
 
 # -- the detector ----------------------------------------------------------------
 
-_B = r"(?<![A-Za-z0-9])"  # a token starts here: not inside a longer one
-
-
 def _esc_b(pattern: str) -> str:
     """``pattern`` at the start of a token, or right after a ``\\n``-style escape."""
     return rf"(?:(?<![A-Za-z0-9])|(?<=\\[nrt]))(?:{pattern})"
-
-
-def _re2_ok(pattern: str) -> bool:
-    if _re2 is None or "(?<" in pattern or "(?=" in pattern or "(?!" in pattern:
-        return False
-    try:
-        _re2.compile(pattern)
-    except Exception:
-        return False
-    return True
 
 
 class _Format:
@@ -327,6 +313,7 @@ class _Format:
 
 
 _T = "A-Za-z0-9_-"
+_GITLAB = "glpat|gldt|glft|glsoat|glrt|glrtr|glcbt|glimt|glptt|glagent|gloas|glffct|glnat"  # detect-secrets' and newer
 FORMATS = [
     _Format("anthropic_key", rf"sk-ant-[{_T}]{{20,}}", "sk-ant-", cut=rf"sk-ant-[{_T}]{{8,}}"),
     _Format("openai_key", rf"sk-[{_T}]*T3BlbkFJ[{_T}]+", "T3BlbkFJ", inside=True),
@@ -336,13 +323,12 @@ FORMATS = [
     _Format("github_token", r"(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9_]{36,}", "gh[pousr]_",
             cut=r"gh[pousr]_[A-Za-z0-9_]{8,}"),
     _Format("github_token", r"github_pat_[A-Za-z0-9_]{22,}", "github_pat_", cut=r"github_pat_[A-Za-z0-9_]{8,}"),
-    _Format("gitlab_token", rf"(?:glpat|gldt|glft|glsoat|glrt|glrtr|glcbt|glimt|glptt|glagent|gloas|glffct|glnat)-"
-                            rf"[{_T}]{{20,}}|GR1348941[{_T}]{{20,}}", "(?:glpat|gldt|glft|glsoat|glrt|glrtr|glcbt|glimt|glptt|glagent|gloas|glffct|glnat)-|GR1348941",
+    _Format("gitlab_token", rf"(?:{_GITLAB})-[{_T}]{{20,}}|GR1348941[{_T}]{{20,}}", f"(?:{_GITLAB})-|GR1348941",
             cut=rf"glpat-[{_T}]{{8,}}"),
     _Format("slack_webhook", r"https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/]{16,}",
             r"hooks\.slack\.com"),
-    _Format("slack_token", r"(?i:xox[abposre])-[A-Za-z0-9-]{10,}|xapp-\d+-[A-Za-z0-9-]{10,}|xoxe\.xox[bp]-[A-Za-z0-9-]+",
-            "(?i)xox|xapp-", cut=r"xox[abposr]-[A-Za-z0-9-]{8,}"),
+    _Format("slack_token", r"(?i:xox[abposre])-[A-Za-z0-9-]{10,}|xapp-\d+-[A-Za-z0-9-]{10,}"
+            r"|xoxe\.xox[bp]-[A-Za-z0-9-]+", "(?i:xox[a-z])[.-]|xapp-", cut=r"xox[abposr]-[A-Za-z0-9-]{8,}"),
     _Format("stripe_key", r"(?:sk|rk)_(?:live|test)_[0-9a-zA-Z]{16,}|whsec_[A-Za-z0-9]{24,}",
             "[sr]k_(?:live|test)_|whsec_", cut=r"(?:sk|rk)_live_[0-9a-zA-Z]{8,}"),
     _Format("npm_token", r"npm_[A-Za-z0-9]{36,}", "npm_"),
@@ -361,14 +347,16 @@ FORMATS = [
     _Format("groq_key", r"gsk_[A-Za-z0-9]{40,}", "gsk_", cut=r"gsk_[A-Za-z0-9]{8,}"),
     _Format("xai_key", r"xai-[A-Za-z0-9]{40,}", "xai-", cut=r"xai-[A-Za-z0-9]{12,}"),
     _Format("digitalocean_token", r"do[opr]_v1_[a-f0-9]{64}", "do[opr]_v1_", cut=r"do[opr]_v1_[a-f0-9]{8,}"),
-    _Format("square_key", rf"sq0(?:csp|atp)-[{_T}]{{22,}}", "sq0"),
+    _Format("square_key", rf"sq0(?:csp|atp)-[{_T}]{{22,}}", "sq0(?:csp|atp)-"),
     _Format("twilio_key", r"SK[0-9a-f]{32}(?![0-9A-Za-z])", "SK[0-9a-f]{32}"),
     _Format("artifactory_token", r"AKCp[A-Za-z0-9]{60,}", "AKCp"),
     _Format("shopify_token", r"shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32,}", "shp[a-z]{2}_"),
     _Format("linear_key", r"lin_api_[A-Za-z0-9]{40,}", "lin_api_"),
-    _Format("notion_token", r"ntn_[A-Za-z0-9]{40,}|secret_[A-Za-z0-9]{43}(?![A-Za-z0-9])", "ntn_[A-Za-z0-9]{40}|secret_[A-Za-z0-9]{43}"),
+    _Format("notion_token", r"ntn_[A-Za-z0-9]{40,}|secret_[A-Za-z0-9]{43}(?![A-Za-z0-9])",
+            "ntn_[A-Za-z0-9]{40}|secret_[A-Za-z0-9]{43}"),
     _Format("azure_storage_key", r"AccountKey=([A-Za-z0-9+/]{80,}={0,2})", "AccountKey=", group=1),
-    _Format("aws_access_key", rf"(?:{_ds(AWSKeyDetector)})(?![A-Z0-9])", "(?:A3T[A-Z0-9]|ABIA|ACCA|AKIA|ASIA)[0-9A-Z]{16}"),
+    _Format("aws_access_key", rf"(?:{_ds(AWSKeyDetector)})(?![A-Z0-9])",
+            "(?:A3T[A-Z0-9]|ABIA|ACCA|AKIA|ASIA)[0-9A-Z]{16}"),
 ]
 _AWS_ID = FORMATS[-1]
 # detect-secrets' own patterns are each covered above, token taken whole:
@@ -461,12 +449,17 @@ _B64_RUN_RE = re.compile(_B64_RUN)
 # random base64 (an image, a signature) fits, five in a row one in 400,000.
 _B64_TEXT = r"(?:[CI-Za-f][ACQgwC-HS-Xi-ny-z0-3][ABEFIJMNQRUVYZcdghklopstwx014589][A-Za-z0-9+/_-]){5}"
 
+# A \u escape of any character but a control one (\u001b: ANSI colours), and a run of %XX escapes.
+_U_ESCAPE = r"\\u(?:00[2-9a-fA-F][0-9a-fA-F]|0[1-9a-fA-F][0-9a-fA-F]{2}|[1-9a-fA-F][0-9a-fA-F]{3})"
+_PERCENTS = r"(?:%[0-9a-fA-F]{2}){6}"
+
 # Needles: what must occur for a rule to have anything to look at. Each is
 # made of characters JSON never escapes, so it shows in a stored JSON column
 # as it does in the decoded text (a ``\\uXXXX`` escape of a printable
 # character is a needle of its own: the text is then decoded).
-_KW_WORD = (r"(?:password|passwd|passphrase|pass|pwd|secret|token|api[_-]?key|apikey|auth[_-]?key|access[_-]?key|priv[a-z]*[_-]?key|"
-            r"client[_-]?key|credential|contrase|service[_-]?key|account[_-]?key|db[_-]?key|database[_-]?key)")
+_KW_WORD = (r"(?:password|passwd|passphrase|pass|pwd|secret|token|api[_-]?key|apikey|auth[_-]?key|access[_-]?key|"
+            r"priv[a-z]*[_-]?key|client[_-]?key|credential|contrase|service[_-]?key|account[_-]?key|db[_-]?key|"
+            r"database[_-]?key)")
 _PROSE_WORD = (r"(?:password|passwd|passphrase|pwd|secret|token|credentials?|api[ _-]?key|access[ _-]?key|"
                r"secret[ _-]?key|private[ _-]?key|client[ _-]?secret|auth[ _-]?token|access[ _-]?token)")
 _KW_NEEDLE = "(?i)" + "|".join([
@@ -491,7 +484,7 @@ _NEEDLES = [f.needle for f in FORMATS] + [
     r"(?:mysql|mariadb|sshpass|login|redis-cli)[^\n]*\s-[pa]|(?:-u|--user)[= \t]*[^\s:]+:[^\s]",  # command lines
     r"[A-Za-z0-9_.*-]:(?:[0-9]+|\*):[^\s:\"\\]+:[^\s:\"\\]+:[^\s\"\\:]",  # .pgpass
     # decode and look again: a \u escape of a printable character (not of a control one, as in ANSI colours)
-    r"\\u(?:00[2-7][0-9a-fA-F]|0[1-9a-fA-F][0-9a-fA-F]{2}|[1-9a-fA-F][0-9a-fA-F]{3})",
+    _U_ESCAPE,
 ]
 _N_FORMATS = len(FORMATS)
 _WINDOW = 700
@@ -1074,8 +1067,6 @@ def _char_pattern(ch: str) -> str:
 
 _ANCHOR_CHARS = re.compile(r"[A-Za-z0-9._~-]{6,}")  # never escaped by JSON, nor by a URL encoder
 _ANCHOR = 8
-_U_ESCAPE = r"\\u(?:00[2-9a-fA-F][0-9a-fA-F]|0[1-9a-fA-F][0-9a-fA-F]{2}|[1-9a-fA-F][0-9a-fA-F]{3})"
-_PERCENTS = r"(?:%[0-9a-fA-F]{2}){6}"
 
 
 def _anchor(value: str, extra: str = "._~-") -> str | None:
@@ -1551,10 +1542,17 @@ def collect(store, redact_columns: dict, pool=None) -> SecretSet:
     one set. With ``pool`` (a one-process multiprocessing pool) and a SQLite
     store, the worker reads the second half of the messages with its own
     connection while this process reads the rest."""
+    import sqlite3
+
     secrets = SecretSet()
     pending = None
     sqlite = getattr(store, "kind", "") == "sqlite"
-    reader = _SqliteReader(str(store.location)) if sqlite else store
+    reader = store
+    if sqlite:
+        try:
+            reader = _SqliteReader(str(store.location))
+        except sqlite3.Error:  # (a store this process can read, but not open again read-only)
+            sqlite = False
     try:
         for table, detect in redact_columns.items():
             detect = tuple(detect)
@@ -1563,10 +1561,14 @@ def collect(store, redact_columns: dict, pool=None) -> SecretSet:
                 first, last = store.tuples("SELECT MIN(id), MAX(id) FROM messages")[0]
                 if first is not None and last - first > 2 * _BATCH:
                     hi = (first + last) // 2
+                    split = (detect, hi, last)
                     pending = pool.apply_async(detect_range, (str(store.location), table, detect, hi, last))
             secrets.add_all(_detect_table(reader, table, detect, lo, hi).items())
         if pending is not None:
-            secrets.add_all(pending.get())
+            try:
+                secrets.add_all(pending.get())
+            except sqlite3.Error:  # the worker could not read: this process reads its half
+                secrets.add_all(_detect_table(reader, "messages", split[0], split[1], split[2]).items())
     finally:
         if reader is not store:
             reader.conn.close()
@@ -1617,7 +1619,8 @@ def scan_store(store, redact_columns: dict | None = None) -> dict:
     if redact_columns is None:
         from .export import REDACT_COLUMNS as redact_columns
     secrets = collect(store, redact_columns)
-    sessions = {r[0]: (r[1], r[2], r[3]) for r in store.query("SELECT id, server, agent_id, session_uuid FROM sessions")}
+    sessions = {r[0]: (r[1], r[2], r[3])
+                for r in store.query("SELECT id, server, agent_id, session_uuid FROM sessions")}
     places: list[dict] = []
     kinds: Counter = Counter()
     if not secrets:

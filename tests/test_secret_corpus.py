@@ -114,7 +114,8 @@ def test_look_alikes_are_untouched(corpus):
         entries = [r[0] for r in conn.execute("SELECT raw_json FROM entries WHERE session_id = ?", sid)]
         assert entries and not any("[REDACTED" in e for e in entries)
         content = "\n".join(r[0] for r in rows if r[0])
-        missing = [i for i, look in enumerate(C.LOOK_ALIKES) if json.dumps(look, ensure_ascii=False)[1:-1] not in content]
+        missing = [i for i, look in enumerate(C.LOOK_ALIKES)
+                   if json.dumps(look, ensure_ascii=False)[1:-1] not in content]
         assert not missing, f"look-alikes {missing} changed"
         assert C.PNG in content, "the image's base64"
         assert C.SIGNATURE in content, "the thinking and text signatures"
