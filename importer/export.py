@@ -306,7 +306,7 @@ class _Preparer:
             self.pending.append(([], lambda rows, result: None, self.pool.apply_async(R.install, (secrets.values(),))))
         return secrets
 
-    def add(self, table: str, names: tuple, rows: list, write) -> None:
+    def add(self, table: str, names: tuple, rows: list, write, text_cols=None) -> None:
         from . import redact as R
 
         fts = table == "messages"
@@ -315,8 +315,10 @@ class _Preparer:
             write(rows, ([], [], []))
             return
         payload = rows
-        if not redact:  # the search text only: fewer values to send to the worker
-            keep = [i for i, c in enumerate(names) if c in ("id", "content_blocks", "text_preview")]
+        # fewer values to send to the worker: the text columns, or only the search text's
+        want = text_cols if redact else ("id", "content_blocks", "text_preview")
+        if want is not None and len(want) < len(names):
+            keep = [i for i, c in enumerate(names) if c in want]
             names = tuple(names[i] for i in keep)
             payload = [tuple(row[i] for i in keep) for row in rows]
         if self.pool is None:
@@ -357,6 +359,10 @@ def _copy_table(store: Store, out: sqlite3.Connection, table: str, to_local: Loc
     # where day and local_time go in the snapshot row (they follow ts_at)
     split = ts_at + 1 if ts_at is not None else None
     names = tuple(select_cols)
+    # what the worker needs of a row: its ids and its text (a number or a time holds no credential)
+    types = dict(_snapshot_columns(table))
+    text_cols = {c for c in select_cols if c in ("id", "session_id") or types.get(c, "").startswith("str")
+                 or types.get(c) in ("text", "json")}
     redact = prep.redact
     previews = prep.previews
     result_id_at = positions.get("result_message_id")
@@ -403,7 +409,7 @@ def _copy_table(store: Store, out: sqlite3.Connection, table: str, to_local: Loc
         rows = store.tuples(select, (last,))
         if not rows:
             break
-        prep.add(table, names, rows, write)
+        prep.add(table, names, rows, write, text_cols)
         count += len(rows)
         last = rows[-1][0]
     prep.drain()
