@@ -1324,6 +1324,15 @@ CUT_COLUMNS = frozenset(("text_preview", "result_preview", "label", "display_nam
 # File paths, also read one name at a time.
 PATH_COLUMNS = frozenset(("file_path", "cwd", "replaced_by_file", "parent_session"))
 
+def _is_json(column: str, value: str) -> bool:
+    """A JSON column, or any text that is a JSON object or array (a source's
+    request and response columns): read, and replaced, decoded."""
+    if column in JSON_COLUMNS:
+        return True
+    v = value.lstrip()
+    return v[:1] in ("{", "[") and value.rstrip()[-1:] in ("}", "]")
+
+
 _DETECTOR: Detector | None = None
 
 
@@ -1344,8 +1353,8 @@ def detect_row(columns: dict[str, Any], detect: Iterable[str], out: list) -> Non
             continue
         if column == "text_preview" and columns.get("content_blocks") is not None:
             continue  # cut from the content, read there
-        if column in JSON_COLUMNS:
-            out.extend(d.scan_json(value))
+        if _is_json(column, value):
+            out.extend(d.scan_json(value))  # (not JSON after all: read as text)
         elif column in CUT_COLUMNS or column in PATH_COLUMNS:
             out.extend(d.scan(value, cut=column in CUT_COLUMNS, path=column in PATH_COLUMNS))
         else:
@@ -1427,7 +1436,7 @@ def redact_row(secrets: SecretSet, table: str, names: tuple[str, ...], row: tupl
     for column, value in columns.items():
         if not isinstance(value, str) or not secrets.search(value):
             continue
-        if column in JSON_COLUMNS:
+        if _is_json(column, value):
             new, counts, decoded = secrets.replace_json(value)
             if column == "content_blocks":
                 decoded_content = decoded
