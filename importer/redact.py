@@ -24,20 +24,23 @@ escapes, ``%XX`` escapes and plausible base64 runs decoded, and adjacent text
 blocks are read as one text (a key split across two blocks).
 
 :class:`SecretSet` holds every value found anywhere in the store and replaces
-every occurrence of each, in any text, in one RE2 pass: the value as written,
-with any of its characters JSON-escaped (``\\"``, ``\\n``, ``\\u0041``, one
-or two levels deep) or URL-encoded, its base64 encodings at the three byte
-alignments, and the pieces of a value split across blocks. So a value
-recognised in one message is gone from every other one too ("the user
+every occurrence of each, in any text: the value as written, with any of its
+characters JSON-escaped (``\\"``, ``\\n``, ``\\u0041``, one or two levels
+deep) or URL-encoded, its base64 encodings at the three byte alignments, and
+the pieces of a value split across blocks. A text is first read, in one
+RE2::Set pass, for each value's anchor (a literal piece every form keeps);
+only the values found there are then looked for in all their forms. So a
+value recognised in one message is gone from every other one too ("the user
 pasted X" in a thinking block), including the full-text index, file names,
 labels and model names. JSON columns are decoded, their strings replaced and
 encoded again: they stay valid JSON.
 
 :func:`collect` (pass 1) runs the detector over every column the export
-redacts and returns the set; the export then copies every row through
-:meth:`SecretSet.redact_row` (pass 2). ``agentbase secrets``
-(:func:`scan_store`) runs the same two passes without writing, so it reports
-exactly the counts the export redacts.
+reads for credentials (export.REDACT_COLUMNS) and returns the set; the export
+then copies every row of every table through :func:`redact_rows` (pass 2).
+``agentbase secrets`` (:func:`scan_store`) runs the same two passes without
+writing, so it reports exactly the counts the export redacts. See
+docs/redaction.md.
 
 Left alone: UUIDs, hex hashes, thinking and text signatures, base64 images
 (``data`` of image blocks), ``${VAR}`` and ``<your key>`` placeholders, paths,
