@@ -396,7 +396,7 @@ async def dashboard_view(datasette, request):
             label = "latest day"  # an older snapshot: its latest day is not today
         presets.append({"label": label, "href": href(days=value), "current": value == filters["days"],
                         "value": value})
-    active = [{"name": name, "value": filters[name], "clear": href(**{name: None})}
+    active = [{"name": name, "value": filters[name], "href": href(**{name: None})}
               for name in ("server", "source", "agent") if filters[name]]
     queries = {}
     try:

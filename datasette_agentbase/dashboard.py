@@ -329,13 +329,16 @@ def page(cube: dict, server: str | None = None, source: str | None = None, agent
     fig["unpriced_models"] = [
         {**m, "bar": part_bar(m["unpriced_by_agent"], top_calls, labels, colors, fmt_unpriced_calls)}
         for m in unpriced]
-    for t in fig["agents"] + fig["sources"]:
-        priced_calls = t["calls"] - t["unpriced_calls"]
-        t["cost_label"] = (money(t["cost"]) if priced_calls else
-                           "unpriced" if t["unpriced_calls"] else "–")
-    total = fig["total"]
-    total["cost_label"] = money(total["cost"])
+    for t in fig["agents"] + fig["sources"] + [fig["total"]]:
+        t["cost_label"] = cost_label(t)
     return fig
+
+
+def cost_label(t: dict) -> str:
+    """The cost of priced calls; where every call is unpriced, "unpriced" (not $0); no call: a dash."""
+    if t["calls"] - t["unpriced_calls"]:
+        return money(t["cost"])
+    return "unpriced" if t["unpriced_calls"] else "–"
 
 
 # -- numbers ------------------------------------------------------------------------------------------
@@ -407,7 +410,7 @@ def _x_ticks(days: list[str]) -> list[tuple[int, str]]:
     if n <= 120:
         return [(i, d.isoformat()[5:]) for i, d in enumerate(parsed) if d.weekday() == 0]
     months = n / 30.4
-    every = next((m for m in (1, 2, 3, 6, 12) if months / m <= 12), 12 * math.ceil(months / 144))
+    every = next((m for m in (1, 2, 3, 6, 12) if months / m <= 13), 12 * math.ceil(months / 156))
     return [(i, d.isoformat()[:7]) for i, d in enumerate(parsed)
             if d.day == 1 and (d.year * 12 + d.month - 1) % every == 0]
 
