@@ -331,7 +331,7 @@ def _dashboard_cube(datasette, db, conn) -> dict:
 @hookimpl
 def startup(datasette):
     """Check the access settings (a configured password that is missing stops the server), then
-    compute the dashboard's cube in the background (one pass over the messages: about 1.3 s per
+    compute the dashboard's cube in the background (one pass over the messages: about 1.5 s per
     million), so that no visit of the dashboard waits for it."""
     access.check_startup(datasette)
     snapshots = [db for db in datasette.databases.values()

@@ -5,7 +5,7 @@ kind, drawn as SVG on the server (no JavaScript, no CDN: it works offline).
 How the figures are made
     One pass over ``messages`` groups the snapshot by (local day, local hour,
     server, agent, source, model): the *cube*, a few thousand rows for a million
-    messages (about 1.3 s at a million, done once at start-up in the background;
+    messages (about 1.5 s at a million, done once at start-up in the background;
     the snapshot is immutable while it is served). Every page -- any date preset,
     server, source or agent -- is then summed from the cube in Python, in
     milliseconds, and cached under all of its filters.
@@ -48,20 +48,33 @@ PRESETS = (("1", "today"), ("7", "7 days"), ("30", "30 days"), ("90", "90 days")
            ("all", "all"))
 DEFAULT_DAYS = 90
 
-# One pass: a table scan (NOT INDEXED: the planner would walk an index and look every row up,
-# twice as slow), grouped in SQLite. The day and hour are local to the export's time zone.
+# One pass, grouped in SQLite; the day and hour are local to the export's time zone. A table scan
+# (NOT INDEXED: the planner would walk an index and look every row up, twice as slow) unless the
+# snapshot has DASHBOARD_INDEX, which holds every column in the GROUP BY's order: read in order, it
+# needs no sort (0.2 s instead of 1.4 s at a million messages).
+DASHBOARD_INDEX = "idx_messages_dashboard"
+DASHBOARD_INDEX_SQL = (f"CREATE INDEX {DASHBOARD_INDEX} ON messages (day, server, agent_id, source, model, "
+                       "substr(local_time, 12, 2), usage_counted, cost_source, cost_usd, total_tokens)")
 CUBE_SQL = """
-SELECT day, substr(local_time, 12, 2) AS hour, server, agent_id, source, model,
+SELECT day, substr(local_time, 12, 2), server, agent_id, source, model,
        COUNT(*),
        SUM(cost_source IS NOT NULL),
        SUM(CASE WHEN cost_source IS NOT NULL THEN COALESCE(total_tokens, 0) ELSE 0 END),
        SUM(CASE WHEN cost_source IS NOT NULL AND cost_source <> 'unpriced' THEN COALESCE(cost_usd, 0) ELSE 0 END),
        SUM(cost_source = 'unpriced'),
        SUM(CASE WHEN cost_source = 'unpriced' THEN COALESCE(total_tokens, 0) ELSE 0 END)
-FROM messages NOT INDEXED
+FROM messages {access}
 WHERE usage_counted = 1 AND day IS NOT NULL
-GROUP BY day, hour, server, agent_id, source, model
+GROUP BY day, server, agent_id, source, model, substr(local_time, 12, 2)
 """
+
+
+def cube_sql(conn: sqlite3.Connection) -> str:
+    found = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = ? AND tbl_name = 'messages'",
+                         (DASHBOARD_INDEX,)).fetchone()
+    return CUBE_SQL.format(access=f"INDEXED BY {DASHBOARD_INDEX}" if found else "NOT INDEXED")
+
+
 # Positions in a cube row.
 DAY, HOUR, SERVER, AGENT, SOURCE, MODEL, MESSAGES, CALLS, TOKENS, COST, UNPRICED, UNPRICED_TOKENS, WEEKDAY = range(13)
 
@@ -110,7 +123,7 @@ def load(conn: sqlite3.Connection) -> dict:
         return weekdays[day]
 
     cube = []
-    for r in conn.execute(CUBE_SQL):
+    for r in conn.execute(cube_sql(conn)):
         hour = int(r[1]) if isinstance(r[1], str) and r[1].isdigit() and int(r[1]) < 24 else None
         cube.append((r[0], hour, r[2], r[3], r[4], r[5], r[6] or 0, r[7] or 0, r[8] or 0, float(r[9] or 0),
                      r[10] or 0, r[11] or 0, weekday(r[0])))
@@ -437,7 +450,7 @@ def bar_chart(days: list[str], ranked: list[tuple], fmt, title: str, what: str, 
     y_max = y_ticks[-1]
     step = y_ticks[1] - y_ticks[0]
     slot = plot_w / len(days)
-    bar = max(1.0, slot * 0.8) if slot >= 1.25 else slot
+    bar = min(56.0, max(1.0, slot * 0.8)) if slot >= 1.25 else slot  # a few days: bars, not walls
     parts = [_svg_open(width, height, title)]
     for value in y_ticks:
         y = top + plot_h - plot_h * value / y_max
