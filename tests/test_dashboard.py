@@ -490,3 +490,29 @@ def test_the_cube_uses_the_dashboard_index_when_the_snapshot_has_it(snapshot, tm
 
     assert rows(after) == rows(before)
     assert D.page(after, days=None)["total"] == pytest.approx(D.page(before, days=None)["total"])
+
+
+def test_rows_without_a_model_agent_server_or_time():
+    """An agent-server run without a model, an agent or server left empty, a day without a time:
+    counted, labelled, never a crash; a snapshot without rows: an empty page."""
+    conn = sqlite3.connect(":memory:")
+    conn.execute("CREATE TABLE messages (day TEXT, local_time TEXT, server TEXT, agent_id TEXT, source TEXT, "
+                 "model TEXT, usage_counted INTEGER, cost_source TEXT, cost_usd REAL, total_tokens INTEGER)")
+    empty = D.page(D.load(conn), days=None)
+    assert empty["days"] == [] and empty["agents"] == [] and "No messages" in str(empty["messages_chart"])
+    conn.executemany("INSERT INTO messages VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", [
+        ("2026-04-06", "2026-04-06 10:00:00.000", "s1", "runner", "agent-server", None, 1, "recorded", 0.5, 100),
+        ("2026-04-06", None, "s1", None, "agent-server", None, 1, None, None, None),
+        ("2026-04-05", "2026-04-05 23:59:59.000", None, "runner", "agent-server", "m", 1, "unpriced", None, 7),
+        ("2026-04-05", "2026-04-05 23:00:00.000", None, "runner", "agent-server", "m", 0, "recorded", 9.0, 9),  # a copy
+    ])
+    cube = D.load(conn)  # no agentbase_snapshot table: no time zone, no export day
+    assert cube["timezone"] is None and cube["exported_day"] is None
+    fig = D.page(cube, days=None)
+    assert sorted(a["label"] for a in fig["agents"]) == ["(no agent)", "runner@?", "runner@s1"]
+    assert {m["model"]: (m["priced_calls"], m["unpriced_calls"]) for m in fig["models"]} == {
+        "(no model)": (1, 0), "m": (0, 1)}
+    assert fig["total"] == {"messages": 3, "calls": 2, "tokens": 107, "cost": 0.5, "unpriced_calls": 1,
+                            "unpriced_tokens": 7, "cost_label": "$0.5000"}
+    assert sum(map(sum, fig["heat"])) == 2  # the row without a time is in no hour
+    assert "(local time)" in str(fig["heatmap"])
