@@ -436,6 +436,8 @@ class SessionWriter:
         if values:
             values["updated_at"] = now_utc()
             store.update("sessions", self.session_id, values)
+        # (its rows may have changed by UPDATE and DELETE too: the snapshot re-reads the session)
+        store.touch((self.session_id,))
 
     def _mark_active_path(self, leaf: str | None) -> None:
         parents = {eid: info[0] for eid, info in self.known.items()}

@@ -1167,11 +1167,14 @@ class AgentServerSource(Source):
         (``session_id`` = sessions.id), once the session exists."""
         where, params = ("server = ?", (server,)) if agent_id == SERVER_AGENT else (
             "server = ? AND agent_id = ?", (server, agent_id))
+        session_of = ("(SELECT s.id FROM sessions s WHERE s.server = [{t}].server AND s.agent_id = [{t}].agent_id "
+                      "AND s.session_uuid = [{t}].session_uuid)")
         for table in LINKED:
-            store.execute(
-                f"UPDATE [{table}] SET session_id = (SELECT s.id FROM sessions s WHERE s.server = [{table}].server "
-                f"AND s.agent_id = [{table}].agent_id AND s.session_uuid = [{table}].session_uuid) "
-                f"WHERE {where} AND session_id IS NULL AND session_uuid IS NOT NULL", params)
+            unlinked = f"WHERE {where} AND session_id IS NULL AND session_uuid IS NOT NULL"
+            # the sessions gaining rows are re-read by the snapshot's update (store: the change log)
+            store.touch(r[0] for r in store.tuples(
+                f"SELECT DISTINCT {session_of.format(t=table)} FROM [{table}] {unlinked}", params))
+            store.execute(f"UPDATE [{table}] SET session_id = {session_of.format(t=table)} {unlinked}", params)
 
     def usage_deferred(self, store, session_ids: list[int]) -> None:
         """Runs of sessions whose provider transcript is archived count there."""
@@ -1179,6 +1182,7 @@ class AgentServerSource(Source):
             batch = session_ids[i:i + 500]
             store.execute(f"UPDATE {RUNS} SET usage_counted = 0 WHERE session_id IN ({', '.join('?' for _ in batch)})",
                           batch)
+            store.touch(batch)
 
     def extra_stats(self, store) -> dict:
         """Counted as stored: runs, events (every event is one message or one

@@ -1468,6 +1468,7 @@ class ClaudeCode(Source):
         if not changes:
             return
         store.executemany("UPDATE messages SET usage_counted = ? WHERE id = ?", changes)
+        store.touch(touched)
         for session_id in sorted(touched):
             agg = store.query(
                 "SELECT SUM(input_tokens * usage_counted), SUM(output_tokens * usage_counted), "

@@ -216,6 +216,7 @@ class OpenClawJSONL(Source):
             store.executemany(
                 "UPDATE sessions SET " + ", ".join(f"{f} = ?" for f in fields) + " WHERE id = ?", updates
             )
+            store.touch(u[-1] for u in updates)
 
 
 SOURCE = OpenClawJSONL()

@@ -66,6 +66,11 @@ class Dialect:
         """SQL joining the text of ``exprs``."""
         return "(" + " || ".join(exprs) + ")"
 
+    def mark_changed(self) -> str:
+        """One session (parameter) into the change log with the counter's number (store/sqlite.py)."""
+        return ("INSERT INTO _changes (session_id, seq) SELECT ?, n FROM _change_counter WHERE id = 1 "
+                "ON CONFLICT (session_id) DO UPDATE SET seq = excluded.seq")
+
 
 class MariaDBDialect(Dialect):
     """MariaDB/MySQL: utf8mb4 with binary collation (ids and paths compare
@@ -108,6 +113,10 @@ class MariaDBDialect(Dialect):
 
     def concat(self, *exprs: str) -> str:
         return f"CONCAT({', '.join(exprs)})"  # || is OR in MariaDB's default mode
+
+    def mark_changed(self) -> str:
+        return ("INSERT INTO _changes (session_id, seq) SELECT ?, n FROM _change_counter WHERE id = 1 "
+                "ON DUPLICATE KEY UPDATE seq = VALUES(seq)")
 
     _BRACKETS = re.compile(r"\[(\w+)\]")
 

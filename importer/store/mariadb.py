@@ -377,11 +377,13 @@ class MariaDBStore(Store):
             self._send(self._job(sql), len(sql))  # no parameters: pymysql sends the text as it is
         if self._held:
             self._wrote(table, rows)
+        self._note_rows(table, rows)
 
     def upsert_row(self, table: str, row: dict, key: Sequence[str]) -> None:
         columns = list(row.keys())
         self._send(self._job(self.dialect.translate(self.dialect.upsert(table, columns, key)),
                              tuple(row[c] for c in columns)))
+        self._note_rows(table, (row,))
         if self._held:
             if table == "parsed_files" and (row["server"], row["agent_id"]) in self._files:
                 rows = self._files[(row["server"], row["agent_id"])]
@@ -395,6 +397,8 @@ class MariaDBStore(Store):
     def update(self, table: str, row_id: int, values: dict) -> None:
         sets = ", ".join(f"`{c}` = %s" for c in values)
         self._send(self._job(f"UPDATE `{table}` SET {sets} WHERE id = %s", (*values.values(), row_id)))
+        if table == "sessions":
+            self.touch((row_id,))
         if self._held:
             key = self._session_keys.get(row_id) if table == "sessions" else None
             if key is not None:
@@ -428,10 +432,12 @@ class MariaDBStore(Store):
             if defer:
                 self._warm()
         self._in_tx = True
+        self._touched.clear()
         try:
             if defer:
                 self._send(self._guarded(self.conn.begin))
                 yield
+                self._write_touched()
                 commit = Commit()
                 self._send(self._commit_job(commit))
                 self.last_commit = commit
@@ -441,6 +447,7 @@ class MariaDBStore(Store):
             except pymysql.MySQLError as exc:
                 raise self._error(exc) from None
             yield
+            self._write_touched()
             self._sync()
             try:
                 self.conn.commit()
@@ -465,6 +472,7 @@ class MariaDBStore(Store):
             raise
         finally:
             self._in_tx = False
+            self._touched.clear()
             if not defer:
                 try:
                     self._plain(f"SELECT RELEASE_LOCK('{self.lock_name}')")
@@ -520,13 +528,15 @@ class MariaDBStore(Store):
 
 
 _SESSION_LOOKUP = ("id", "source_rank", "leaf_entry_id", "header_json")
-_KEEPS_LOOKUPS = re.compile(r"\s*(SELECT\b|UPDATE\s+[\[`]?(messages|tool_calls|entries)\b)", re.I)
+_KEEPS_LOOKUPS = re.compile(r"\s*(SELECT\b|UPDATE\s+[\[`]?(messages|tool_calls|entries|_change_counter)\b"
+                            r"|INSERT\s+INTO\s+_changes\b)", re.I)
 
 
 def _changes_lookups(sql: str) -> bool:
     """Whether a statement may change what MariaDBStore answers from its
-    caches (parsed_files rows, sessions, next ids): anything but a SELECT or
-    an UPDATE of messages, tool_calls or entries (ids never change)."""
+    caches (parsed_files rows, sessions, next ids): anything but a SELECT,
+    an UPDATE of messages, tool_calls or entries (ids never change) or a
+    write of the change log."""
     return _KEEPS_LOOKUPS.match(sql) is None
 
 

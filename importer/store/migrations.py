@@ -124,6 +124,22 @@ def _migration_provider_transcripts(store: "Store") -> None:
     store.ensure_columns("sessions", ["counted_in_session_id"])
 
 
+# The change log (store/sqlite.py, "the change log"): which sessions each write
+# transaction changed, numbered in commit order, for the snapshot's in-place update.
+CHANGES = "_changes"
+CHANGE_COUNTER = "_change_counter"
+
+
+def _migration_change_log(store: "Store") -> None:
+    store.execute(f"CREATE TABLE IF NOT EXISTS {CHANGES} (session_id BIGINT NOT NULL PRIMARY KEY, "
+                  "seq BIGINT NOT NULL)")
+    store.execute(f"CREATE INDEX IF NOT EXISTS idx_changes_seq ON {CHANGES} (seq)")
+    store.execute(f"CREATE TABLE IF NOT EXISTS {CHANGE_COUNTER} (id INTEGER NOT NULL PRIMARY KEY, "
+                  "n BIGINT NOT NULL)")
+    if not store.query(f"SELECT 1 FROM {CHANGE_COUNTER} WHERE id = 1"):
+        store.execute(f"INSERT INTO {CHANGE_COUNTER} (id, n) VALUES (1, 0)")
+
+
 def ensure_source_tables(store: "Store") -> None:
     """The tables source kinds declare (schema.source_tables): created when
     missing, given the columns they gained; a no-op when all are there."""
@@ -154,6 +170,7 @@ MIGRATIONS: list[tuple[str, Callable[["Store"], None]]] = [
     ("costs: cost_source, cache write lifetimes; context, time and usage flags", _migration_costs_and_flags),
     ("one tool_calls row per tool call", _migration_one_row_per_tool_call),
     ("sessions counted in the provider's own transcript", _migration_provider_transcripts),
+    ("the change log: sessions changed by each write, for the snapshot's update", _migration_change_log),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

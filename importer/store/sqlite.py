@@ -10,7 +10,7 @@ from typing import Any, Iterable, Iterator, Sequence
 from .. import schema
 from .common import Commit, StoreError, now_utc
 from .dialects import Dialect
-from .migrations import MIGRATIONS, SCHEMA_VERSION, ensure_source_tables
+from .migrations import CHANGE_COUNTER, CHANGES, MIGRATIONS, SCHEMA_VERSION, ensure_source_tables
 
 
 class Store:
@@ -27,6 +27,8 @@ class Store:
         self.dialect = dialect
         self.location = location
         self._in_tx = False
+        self._touched: set[int] = set()
+        self._has_log: set[str] | None = None
 
     @property
     def kind(self) -> str:
@@ -70,8 +72,10 @@ class Store:
         except sqlite3.OperationalError as exc:
             raise self._error(exc, "cannot start writing to") from None
         self._in_tx = True
+        self._touched.clear()
         try:
             yield
+            self._write_touched()
         except sqlite3.OperationalError as exc:
             self._rollback()
             raise self._error(exc, "stopped writing to") from None
@@ -86,6 +90,60 @@ class Store:
                 raise self._error(exc, "cannot commit to") from None
         finally:
             self._in_tx = False
+            self._touched.clear()
+
+    # -- the change log -------------------------------------------------------
+    #
+    # Every write transaction that changes a session's rows (the session, its
+    # messages, tool calls, entries, revisions, a source kind's rows of it)
+    # records the session in ``_changes`` with the transaction's number from
+    # ``_change_counter``: the snapshot update (export.py) re-reads exactly the
+    # sessions whose number is above the one it last applied. Writers hold the
+    # store's write lock, so numbers follow the commit order. Inserts of rows
+    # with a ``session_id`` and writes of ``sessions`` rows through
+    # insert_rows / upsert_row / update mark themselves; a raw UPDATE or DELETE
+    # of a session's rows must call :meth:`touch`.
+
+    def touch(self, session_ids: Iterable[int | None]) -> None:
+        """Mark sessions as changed by the current write transaction."""
+        self._touched.update(int(i) for i in session_ids if i is not None)
+        if not self._in_tx:
+            self._write_touched()
+
+    def _note_rows(self, table: str, rows: Iterable[dict]) -> None:
+        if table == "sessions":
+            self.touch(r.get("id") for r in rows)
+        else:
+            self.touch(r.get("session_id") for r in rows)
+
+    def _write_touched(self) -> None:
+        if not self._touched or CHANGES not in self._log_tables():
+            return
+        ids = sorted(self._touched)
+        self._touched.clear()
+        self.executemany(f"UPDATE {CHANGE_COUNTER} SET n = n + 1 WHERE id = ?", [(1,)])
+        self.executemany(self.dialect.mark_changed(), [(i,) for i in ids])
+
+    def _log_tables(self) -> set[str]:
+        """The change log's tables once they exist (a store before migration 7 has none)."""
+        if self._has_log is None:
+            have = self.tables()
+            self._has_log = {CHANGES} if CHANGES in have and CHANGE_COUNTER in have else set()
+        return self._has_log
+
+    def change_seq(self) -> int:
+        """The number of the last write transaction that changed a session (0: none yet)."""
+        if CHANGES not in self._log_tables():
+            return 0
+        rows = self.tuples(f"SELECT n FROM {CHANGE_COUNTER} WHERE id = 1")
+        return int(rows[0][0]) if rows else 0
+
+    def changed_sessions(self, after: int, upto: int) -> list[int]:
+        """The sessions changed by transactions ``after < number <= upto``."""
+        if CHANGES not in self._log_tables():
+            return []
+        return [r[0] for r in self.tuples(f"SELECT session_id FROM {CHANGES} WHERE seq > ? AND seq <= ? "
+                                          "ORDER BY session_id", (after, upto))]
 
     def _rollback(self) -> None:
         try:
@@ -151,6 +209,7 @@ class Store:
         applied = []
         if current == SCHEMA_VERSION:
             self._source_tables()
+            self._log_tables()
             return applied
         with self.transaction():
             self.execute(
@@ -166,6 +225,8 @@ class Store:
                 )
                 applied.append(name)
             ensure_source_tables(self)
+        self._has_log = None
+        self._log_tables()
         return applied
 
     def _source_tables(self) -> None:
@@ -268,12 +329,16 @@ class Store:
             return
         columns = list(rows[0].keys())
         self.executemany(self.dialect.insert(table, columns), [tuple(r[c] for c in columns) for r in rows])
+        self._note_rows(table, rows)
 
     def upsert_row(self, table: str, row: dict, key: Sequence[str]) -> None:
         columns = list(row.keys())
         self.execute(self.dialect.upsert(table, columns, key), tuple(row[c] for c in columns))
+        self._note_rows(table, (row,))
 
     def update(self, table: str, row_id: int, values: dict) -> None:
         sets = ", ".join(f"[{c}] = ?" for c in values)
         self.execute(f"UPDATE [{table}] SET {sets} WHERE id = ?", (*values.values(), row_id))
+        if table == "sessions":
+            self.touch((row_id,))
 
