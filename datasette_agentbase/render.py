@@ -49,15 +49,16 @@ class Options:
     longer than ``fold_lines`` lines or ``fold_chars`` characters start folded."""
 
     def __init__(self, limit: int | None = 5000, fold_lines: int = 12, fold_chars: int = 1200,
-                 more_href: str | None = None, markdown: bool = False):
+                 more_href: str | None = None, markdown: bool = False, links: bool = True):
         self.limit = limit
         self.fold_lines = fold_lines
         self.fold_chars = fold_chars
         self.more_href = more_href
         self.markdown = markdown  # text and thinking as Markdown
+        self.links = links  # Markdown links as links (off: their URL shown as text, as in the HTML export)
 
     def but(self, **changes) -> "Options":
-        new = Options(self.limit, self.fold_lines, self.fold_chars, self.more_href, self.markdown)
+        new = Options(self.limit, self.fold_lines, self.fold_chars, self.more_href, self.markdown, self.links)
         for key, value in changes.items():
             setattr(new, key, value)
         return new
@@ -102,7 +103,7 @@ def prose(value, options: Options = CELL) -> Markup:
     if not options.markdown or not isinstance(value, str):
         return text(value, options)
     value, cut = _cut_value(value, options)
-    return Markup('<div class="ab-md">{}{}</div>').format(richtext.markdown(value), cut)
+    return Markup('<div class="ab-md">{}{}</div>').format(richtext.markdown(value, options.links), cut)
 
 
 def pretty_json(value, options: Options = CELL) -> Markup:

@@ -88,8 +88,20 @@ def _fence_highlight(content: str, lang: str, _attrs: str) -> str:
 
 def _link_open(self, tokens, idx, options, env):
     token = tokens[idx]
+    if not env.get("links", True):  # a file that must not point anywhere: the URL shown, not linked
+        env.setdefault("hrefs", []).append(token.attrGet("href") or "")
+        return '<span class="ab-link-off">'
     token.attrSet("rel", REL)
     token.attrSet("class", "ab-link")
+    return self.renderToken(tokens, idx, options, env)
+
+
+def _link_close(self, tokens, idx, options, env):
+    if not env.get("links", True):
+        href = env["hrefs"].pop() if env.get("hrefs") else ""
+        label = tokens[idx - 1].content if idx and tokens[idx - 1].type == "text" else None
+        shown = "" if not href or label == href else Markup(' <span class="ab-url">({})</span>').format(href)
+        return str(Markup("</span>{}").format(shown))
     return self.renderToken(tokens, idx, options, env)
 
 
@@ -100,6 +112,8 @@ def _image(self, tokens, idx, options, env):
     src = token.attrGet("src") or ""
     label = Markup('<span class="ab-md-image">[image: {}]</span>').format(alt)
     if src and allowed_url(src):
+        if not env.get("links", True):
+            return str(Markup('{} <span class="ab-url">({})</span>').format(label, src))
         return str(Markup('<a class="ab-link" rel="{}" href="{}">{}</a>').format(REL, src, label))
     return str(label)
 
@@ -113,6 +127,7 @@ def _parser():
     md.enable(["table", "strikethrough"])
     md.validateLink = allowed_url  # the instance's own: links and images
     md.add_render_rule("link_open", _link_open)
+    md.add_render_rule("link_close", _link_close)
     md.add_render_rule("image", _image)
     return md
 
@@ -133,12 +148,13 @@ def _paragraphs(value: str) -> Markup:
     return Markup("").join(out)
 
 
-def markdown(value: str) -> Markup:
-    """Markdown text as HTML; raw HTML in it is text."""
+def markdown(value: str, links: bool = True) -> Markup:
+    """Markdown text as HTML; raw HTML in it is text. Without ``links`` (a file read offline, which
+    must not point anywhere), a link is its text and its URL, not a link."""
     if not _SYNTAX.search(value):
         return _paragraphs(value)
     try:
-        html = _parser().render(value)
+        html = _parser().render(value, {"links": links})
     except Exception:  # markdown-it should not fail, but a transcript must still show
         return Markup('<p class="ab-plain">{}</p>').format(value)
     return Markup(html)
