@@ -28,9 +28,9 @@ import json
 import re
 import sqlite3
 
-from markupsafe import Markup
+from markupsafe import Markup, escape
 
-from . import render
+from . import render, richtext
 
 MESSAGE_COLUMNS = (
     "id", "message_uuid", "parent_message_uuid", "role", "first_tool_call", "has_thinking", "is_error", "provider",
@@ -46,6 +46,9 @@ MARKED_ENTRIES = {"compaction", "branch_summary", "model_change", "thinking_leve
                   "custom_message", "label", "session_info"}
 VIEW = render.Options(limit=50_000, fold_lines=15, fold_chars=1500, markdown=True)
 STANDALONE = render.Options(limit=None, fold_lines=15, fold_chars=1500, markdown=True, links=False)
+# Characters of code a page colours (about 0.1 s of Pygments); the rest is monospaced only.
+HIGHLIGHT_PAGE_CHARS = 40_000
+HIGHLIGHT_EXPORT_CHARS = 1_000_000
 RESULT_ROLES = ("toolResult", "tool")  # a tool's output: OpenClaw's and most kinds', LangChain's
 USAGE_ROLES = ("run", "usage")  # a model call's (or an agent-server run's) usage, no content
 CONTEXT_ROLES = ("developer", "system", "context")
@@ -290,27 +293,33 @@ def is_copy(m: dict) -> bool:
 
 
 def _usage_line(m: dict) -> Markup:
+    """Model, tokens and cost of a model call (built with escape() and plain strings: it runs for
+    every message of the page)."""
     parts = []
     if m.get("model"):
-        parts.append(Markup('<span class="ab-model">{}{}</span>').format(
-            f"{m['provider']}/" if m.get("provider") else "", m["model"]))
+        model = (f"{m['provider']}/" if m.get("provider") else "") + str(m["model"])
+        parts.append(f'<span class="ab-model">{escape(model)}</span>')
     tokens = m.get("total_tokens")
     if m.get("cost_source") is not None and (tokens or m.get("input_tokens") or m.get("output_tokens")):
-        parts.append(Markup('<span class="ab-tokens" title="input / output / cache read / cache write">'
-                            '{:,} tokens ({:,} in, {:,} out, {:,} cache read, {:,} cache write)</span>').format(
-            tokens or 0, m.get("input_tokens") or 0, m.get("output_tokens") or 0,
-            m.get("cache_read_tokens") or 0, m.get("cache_write_tokens") or 0))
+        parts.append('<span class="ab-tokens" title="input / output / cache read / cache write">'
+                     f'{_int(tokens):,} tokens ({_int(m.get("input_tokens")):,} in, {_int(m.get("output_tokens")):,} '
+                     f'out, {_int(m.get("cache_read_tokens")):,} cache read, {_int(m.get("cache_write_tokens")):,} '
+                     'cache write)</span>')
         label = money(m.get("cost_usd"), tokens or m.get("input_tokens") or m.get("output_tokens"))
         css = "ab-unpriced" if label == "unpriced" else "ab-cost"
-        parts.append(Markup('<span class="{}">{}</span>').format(css, label))
+        parts.append(f'<span class="{css}">{escape(label)}</span>')
         if not m.get("usage_counted"):
-            parts.append(Markup('<span class="ab-dim" title="a re-appended copy of an earlier model call">'
-                                'copy: not counted</span>'))
+            parts.append('<span class="ab-dim" title="a re-appended copy of an earlier model call">'
+                         'copy: not counted</span>')
     if m.get("stop_reason") and m["stop_reason"] not in ("stop", "toolUse"):
-        parts.append(Markup('<span class="ab-dim">stop: {}</span>').format(m["stop_reason"]))
+        parts.append(f'<span class="ab-dim">stop: {escape(m["stop_reason"])}</span>')
     if m.get("is_synthetic"):
-        parts.append(Markup('<span class="ab-dim">synthetic (not from a model)</span>'))
-    return Markup(" · ").join(parts)
+        parts.append('<span class="ab-dim">synthetic (not from a model)</span>')
+    return Markup(" · ".join(parts))
+
+
+def _int(value) -> int:
+    return value if isinstance(value, int) else int(value or 0) if isinstance(value, float) else 0
 
 
 def _result_meta(call: dict | None, result: dict) -> Markup:
@@ -321,10 +330,10 @@ def _result_meta(call: dict | None, result: dict) -> Markup:
     duration = result.get("duration_ms") if duration is None else duration
     if exit_code is not None:
         bits.append(f"exit {exit_code}")
-    if duration is not None:
+    if isinstance(duration, (int, float)):
         bits.append(f"{duration:,} ms")
     bits.append(_time(result)[11:])
-    return Markup('<span class="ab-dim">{}</span>').format(" · ".join(b for b in bits if b))
+    return Markup(f'<span class="ab-dim">{escape(" · ".join(b for b in bits if b))}</span>')
 
 
 def _blocks(value):
@@ -350,7 +359,8 @@ class _Builder:
         self.row_href = row_href if not standalone else (lambda table, row_id: None)
         self.session_href = session_href if not standalone else (lambda session_id, message_id=None: None)
         self.standalone = standalone
-        self.base = STANDALONE if standalone else VIEW
+        self.base = (STANDALONE if standalone else VIEW).but(budget=richtext.Budget(
+            HIGHLIGHT_EXPORT_CHARS if standalone else HIGHLIGHT_PAGE_CHARS))
         self.results: dict[str, dict] = {}
         self.shown_at: dict[str, int] = {}  # a result's tool call id -> the id of the message it is shown under
         self.used: set = set()

@@ -49,16 +49,19 @@ class Options:
     longer than ``fold_lines`` lines or ``fold_chars`` characters start folded."""
 
     def __init__(self, limit: int | None = 5000, fold_lines: int = 12, fold_chars: int = 1200,
-                 more_href: str | None = None, markdown: bool = False, links: bool = True):
+                 more_href: str | None = None, markdown: bool = False, links: bool = True,
+                 budget: richtext.Budget | None = None):
         self.limit = limit
         self.fold_lines = fold_lines
         self.fold_chars = fold_chars
         self.more_href = more_href
         self.markdown = markdown  # text and thinking as Markdown
         self.links = links  # Markdown links as links (off: their URL shown as text, as in the HTML export)
+        self.budget = budget  # characters of code the page may still colour (shared by its copies)
 
     def but(self, **changes) -> "Options":
-        new = Options(self.limit, self.fold_lines, self.fold_chars, self.more_href, self.markdown, self.links)
+        new = Options(self.limit, self.fold_lines, self.fold_chars, self.more_href, self.markdown, self.links,
+                      self.budget)
         for key, value in changes.items():
             setattr(new, key, value)
         return new
@@ -94,7 +97,7 @@ def text(value, options: Options = CELL, css: str = "ab-text") -> Markup:
     if not isinstance(value, str):
         value = json.dumps(value, ensure_ascii=False)
     value, cut = _cut_value(value, options)
-    return Markup('<div class="{}">{}{}</div>').format(css, value, cut)
+    return Markup(f'<div class="{escape(css)}">{escape(value)}{cut}</div>')  # (hot: f-strings, each value escaped)
 
 
 def prose(value, options: Options = CELL) -> Markup:
@@ -103,7 +106,7 @@ def prose(value, options: Options = CELL) -> Markup:
     if not options.markdown or not isinstance(value, str):
         return text(value, options)
     value, cut = _cut_value(value, options)
-    return Markup('<div class="ab-md">{}{}</div>').format(richtext.markdown(value, options.links), cut)
+    return Markup(f'<div class="ab-md">{richtext.markdown(value, options.links, options.budget)}{cut}</div>')
 
 
 def pretty_json(value, options: Options = CELL) -> Markup:
@@ -176,8 +179,8 @@ def _image(block: dict) -> Markup:
 
 
 def _fold(body: Markup, summary: Markup, folded: bool, css: str) -> Markup:
-    return Markup('<details class="{}"{}><summary>{}</summary>{}</details>').format(
-        css, "" if folded else Markup(" open"), summary, body)
+    return Markup(f'<details class="{escape(css)}"{"" if folded else " open"}><summary>{escape(summary)}</summary>'
+                  f'{escape(body)}</details>')
 
 
 def _first_line(value: str, width: int = 100) -> str:
@@ -352,7 +355,7 @@ def looks_like_patch(value: str) -> bool:
 def code_view(value: str, options: Options = CELL, filename: str | None = None, lang: str | None = None) -> Markup:
     """Code or a file's content, monospaced, coloured when its language is known; folded when long."""
     shown, cut = _cut_value(value, options)
-    coloured = richtext.highlight(shown, lang, filename)
+    coloured = richtext.highlight(shown, lang, filename, options.budget)
     body = Markup('<pre class="ab-code"><code>{}</code>{}</pre>').format(
         coloured if coloured is not None else shown, cut)
     lines = _lines(value)
@@ -474,12 +477,11 @@ def key_values(args: dict, options: Options = CELL, lname: str = "") -> Markup:
 def tool_call(block: dict, options: Options = CELL, extra: Markup | str = "") -> Markup:
     name = block.get("name")
     call_id = block.get("id")
-    head = Markup('<div class="ab-call-head"><span class="ab-badge ab-badge-tool">tool call</span> '
-                  '<strong class="ab-tool-name">{}</strong>{}</div>').format(
-        name if isinstance(name, str) else "?",
-        Markup(' <span class="ab-dim">{}</span>').format(call_id) if isinstance(call_id, str) else "")
-    return Markup('<div class="ab-call">{}{}{}</div>').format(
-        head, extra, tool_arguments(name, block.get("arguments", block.get("partialJson")), options))
+    shown_id = f' <span class="ab-dim">{escape(call_id)}</span>' if isinstance(call_id, str) else ""
+    head = (f'<div class="ab-call-head"><span class="ab-badge ab-badge-tool">tool call</span> '
+            f'<strong class="ab-tool-name">{escape(name if isinstance(name, str) else "?")}</strong>{shown_id}</div>')
+    args = tool_arguments(name, block.get("arguments", block.get("partialJson")), options)
+    return Markup(f'<div class="ab-call">{head}{escape(extra)}{args}</div>')
 
 
 def result_body(content, options: Options = CELL) -> tuple[Markup, str]:
@@ -504,17 +506,16 @@ def tool_result(content, options: Options = CELL, is_error: bool = False, name=N
     lines = plain.count("\n") + 1 if plain else 0
     long = lines > options.fold_lines or len(plain) > options.fold_chars
     label = "error" if is_error else "result"
-    summary = Markup('<span class="ab-badge ab-badge-{}">{}</span> {}{} <span class="ab-dim">{}</span>').format(
-        "error" if is_error else "result", label,
-        Markup("<strong>{}</strong> ").format(name) if isinstance(name, str) and name else "",
-        meta,
-        f"{lines:,} lines, {len(plain):,} characters" if long else _first_line(plain, 80))
+    named = f"<strong>{escape(name)}</strong> " if isinstance(name, str) and name else ""
+    first = f"{lines:,} lines, {len(plain):,} characters" if long else _first_line(plain, 80)
+    summary = Markup(f'<span class="ab-badge ab-badge-{label}">{label}</span> {named}{escape(meta)} '
+                     f'<span class="ab-dim">{escape(first)}</span>')
     css = "ab-result ab-result-error" if is_error else "ab-result"
     if not fold:
-        return Markup('<div class="{}">{}{}</div>').format(css, summary, body)
+        return Markup(f'<div class="{css}">{summary}{escape(body)}</div>')
     html = _fold(body, summary, folded=long, css=css)
     if anchor:
-        html = Markup('<div id="{}">{}</div>').format(anchor, html)
+        html = Markup(f'<div id="{escape(anchor)}">{html}</div>')
     return html
 
 
@@ -525,7 +526,7 @@ def thinking(thought, options: Options = CELL, redacted: bool = False) -> Markup
     return _fold(prose(thought, options),
                  Markup('<span class="ab-badge ab-badge-thinking">thinking</span> <span class="ab-dim">{} '
                         'characters</span> <span class="ab-thinking-preview">{}</span>').format(
-                     f"{len(thought):,}", _first_line(_MARKS.sub("", thought), 90)),
+                     f"{len(thought):,}", _first_line(_MARKS.sub("", _first_line(thought, 200)), 90)),
                  folded=True, css="ab-thinking")
 
 

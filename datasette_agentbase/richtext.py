@@ -14,10 +14,11 @@
 
 from __future__ import annotations
 
+import contextvars
 import re
 from functools import lru_cache
 
-from markupsafe import Markup
+from markupsafe import Markup, escape
 
 ALLOWED_SCHEMES = ("http", "https", "mailto")
 HIGHLIGHT_MAX_CHARS = 40_000  # longer code stays monospaced, uncoloured (lexing costs time)
@@ -35,6 +36,22 @@ def allowed_url(url: str) -> bool:
 
 
 # -- code ---------------------------------------------------------------------------------------
+
+class Budget:
+    """Characters of code a page may still colour (Pygments lexes about 700,000 a second): past
+    it, code is monospaced only, so a session full of large file writes stays quick to show."""
+
+    def __init__(self, chars: int):
+        self.left = chars
+
+    def take(self, n: int) -> bool:
+        if n > self.left:
+            return False
+        self.left -= n
+        return True
+
+
+_budget: contextvars.ContextVar[Budget | None] = contextvars.ContextVar("agentbase_highlight_budget", default=None)
 
 @lru_cache(maxsize=256)
 def _lexer(lang: str | None, filename: str | None):
@@ -58,17 +75,20 @@ def _formatter():
     return HtmlFormatter(nowrap=True)
 
 
-def highlight(code: str, lang: str | None = None, filename: str | None = None) -> Markup | None:
+def highlight(code: str, lang: str | None = None, filename: str | None = None,
+              budget: Budget | None = None) -> Markup | None:
     """``code`` as escaped HTML spans with Pygments' short token classes (``k``, ``s``, ``c1``...),
-    for a ``<pre class="ab-code">``; None when no lexer fits or the code is too long."""
+    for a ``<pre class="ab-code">``; None when no lexer fits, the code is too long or the page's
+    ``budget`` is spent."""
     if not isinstance(code, str) or not code or len(code) > HIGHLIGHT_MAX_CHARS:
         return None
+    budget = budget if budget is not None else _budget.get()
     lang = (lang or "").strip().lower()[:40] or None
     base = filename.replace("\\", "/").rsplit("/", 1)[-1][:200] if isinstance(filename, str) else None
     if lang in ("text", "plain", "plaintext", "txt", "console", "output"):
         return None
     lexer = _lexer(lang, base) if (lang or base) else None
-    if lexer is None:
+    if lexer is None or (budget is not None and not budget.take(len(code))):
         return None
     from pygments import highlight as run
 
@@ -132,30 +152,41 @@ def _parser():
     return md
 
 
-# A character or line start that can mean something in Markdown: text without any is paragraphs
-# and line breaks, made here without the parser (most chat messages; the parser costs about a
-# millisecond per 500 characters).
-_SYNTAX = re.compile(r"[\\`*_\[\]<>!#|~&:]|^[ \t]*(?:[-+=]|\d{1,9}[.)])(?:[ \t]|$)|^(?: {4}|\t)", re.M)
+# What can mean something in Markdown (emphasis, code, links, autolinks, entities, escapes, a
+# line starting a list, quote, heading, code block or table): text with none of it is paragraphs
+# and line breaks, made here without the parser (most chat messages and thinking; the parser costs
+# about a millisecond per 500 characters). An underscore between two letters or digits never
+# emphasises (CommonMark's flanking rules), so snake_case and file_names stay on the fast path.
+_SYNTAX = re.compile(
+    r"[\\`*\[]|~~|(?<![^\W_])_|_(?![^\W_])|<[^\s<>]*[:@][^\s<>]*>"
+    r"|&(?:#[0-9]+|#[xX][0-9a-fA-F]+|[A-Za-z][A-Za-z0-9]*);"
+    r"|^[ \t]*(?:[-+*>#=]|[0-9]{1,9}[.)])|^ {4}|^ {0,3}\t|^(?=[^\n]*\|)[ \t|:\-]*-[ \t|:\-]*$", re.M)
 _PARAGRAPHS = re.compile(r"\n[ \t]*\n")
+_BREAKS = re.compile(r"[ \t]*\n[ \t]*")
 
 
 def _paragraphs(value: str) -> Markup:
     out = []
-    for para in _PARAGRAPHS.split(value.replace("\r\n", "\n").replace("\r", "\n")):
-        lines = [line.strip() for line in para.strip().split("\n")]
-        if any(lines):
-            out.append(Markup("<p>{}</p>\n").format(Markup("<br />\n").join(lines)))
-    return Markup("").join(out)
+    for para in _PARAGRAPHS.split(value.strip()):
+        para = para.strip()
+        if para:
+            out.append("<p>" + _BREAKS.sub("<br />\n", str(escape(para))) + "</p>\n")
+    return Markup("".join(out))
 
 
-def markdown(value: str, links: bool = True) -> Markup:
+def markdown(value: str, links: bool = True, budget: Budget | None = None) -> Markup:
     """Markdown text as HTML; raw HTML in it is text. Without ``links`` (a file read offline, which
-    must not point anywhere), a link is its text and its URL, not a link."""
+    must not point anywhere), a link is its text and its URL, not a link. Code blocks are coloured
+    while ``budget`` lasts."""
+    value = value.replace("\r\n", "\n").replace("\r", "\n")  # as markdown-it does
     if not _SYNTAX.search(value):
         return _paragraphs(value)
+    token = _budget.set(budget)
     try:
         html = _parser().render(value, {"links": links})
     except Exception:  # markdown-it should not fail, but a transcript must still show
         return Markup('<p class="ab-plain">{}</p>').format(value)
+    finally:
+        _budget.reset(token)
     return Markup(html)
 

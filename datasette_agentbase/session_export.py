@@ -32,6 +32,7 @@ from . import conversation, render
 FORMAT = "agentbase-session"
 VERSION = 1
 DERIVED = ("text_preview", "thinking_text", "tool_calls_json", "content_blocks")
+SESSION_COPIES = ("session_id", "server", "agent_id", "session_uuid", "source")  # the session's, said once
 TOOL_CALL_COLUMNS = ("id", "call_id", "message_id", "block_index", "tool_name", "command", "exit_code",
                      "duration_ms", "is_error", "result_message_id", "timestamp")
 
@@ -60,7 +61,7 @@ def load_json(conn: sqlite3.Connection, session_id: int, database: str) -> dict 
         session["header"] = _parse(session.pop("header_json"))
     zone = conn.execute("SELECT value FROM agentbase_snapshot WHERE key = 'timezone'").fetchone()
     names, rows = _select(conn, "SELECT * FROM messages WHERE session_id = ? ORDER BY seq, id", (session_id,))
-    keep = [(i, n) for i, n in enumerate(names) if n not in DERIVED]
+    keep = [(i, n) for i, n in enumerate(names) if n not in DERIVED and n not in SESSION_COPIES]
     blocks_at = names.index("content_blocks") if "content_blocks" in names else None
     messages = []
     for row in rows:
@@ -76,7 +77,8 @@ def load_json(conn: sqlite3.Connection, session_id: int, database: str) -> dict 
     entries = []
     for row in rows:
         e = dict(zip(names, row))
-        e.pop("session_uuid", None)
+        for name in SESSION_COPIES:
+            e.pop(name, None)
         e["data"] = _parse(e.pop("raw_json", None))
         entries.append(e)
     return {"format": FORMAT, "version": VERSION, "database": database,
