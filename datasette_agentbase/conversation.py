@@ -446,7 +446,8 @@ class _Builder:
         if context:
             first = render._first_line(row.get("text_preview") or "", 90)
             html = Markup('<details class="ab-context"><summary><span class="ab-badge ab-badge-context">context'
-                          '</span> <span class="ab-dim">injected, not typed by anyone: {}</span></summary>{}'
+                          '</span> <span class="ab-dim">injected, not typed by anyone: <span class="ab-preview">{}</span></span>'
+                          '</summary>{}'
                           '</details>').format(first or role, html)
         badges = []
         if is_copy(row):

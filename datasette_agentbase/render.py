@@ -509,7 +509,7 @@ def tool_result(content, options: Options = CELL, is_error: bool = False, name=N
     named = f"<strong>{escape(name)}</strong> " if isinstance(name, str) and name else ""
     first = f"{lines:,} lines, {len(plain):,} characters" if long else _first_line(plain, 80)
     summary = Markup(f'<span class="ab-badge ab-badge-{label}">{label}</span> {named}{escape(meta)} '
-                     f'<span class="ab-dim">{escape(first)}</span>')
+                     f'<span class="ab-dim{"" if long else " ab-preview"}">{escape(first)}</span>')
     css = "ab-result ab-result-error" if is_error else "ab-result"
     if not fold:
         return Markup(f'<div class="{css}">{summary}{escape(body)}</div>')
@@ -525,7 +525,7 @@ def thinking(thought, options: Options = CELL, redacted: bool = False) -> Markup
         return Markup('<div class="ab-thinking ab-dim">thinking (redacted)</div>')
     return _fold(prose(thought, options),
                  Markup('<span class="ab-badge ab-badge-thinking">thinking</span> <span class="ab-dim">{} '
-                        'characters</span> <span class="ab-thinking-preview">{}</span>').format(
+                        'characters</span> <span class="ab-thinking-preview ab-preview">{}</span>').format(
                      f"{len(thought):,}", _first_line(_MARKS.sub("", _first_line(thought, 200)), 90)),
                  folded=True, css="ab-thinking")
 

@@ -675,7 +675,7 @@ def test_markdown_in_text_and_thinking(kinds):
     assert "Please <strong>fix</strong> the greeting in <code>src/app.py</code>" in html
     assert "&lt;script&gt;window.__xss_md=1&lt;/script&gt;" in html
     # thinking: folded, its first words on the fold, Markdown inside
-    assert re.search(r'<details class="ab-thinking"><summary>.*?<span class="ab-thinking-preview">Plan: read the '
+    assert re.search(r'<details class="ab-thinking"><summary>.*?<span class="ab-thinking-preview ab-preview">Plan: read the '
                      r'file first, then edit\.</span></summary><div class="ab-md"><p><strong>Plan</strong>', html)
     # table cells keep plain text (no Markdown): the message row page
     message_id = re.findall(r'id="m(\d+)"', html.split("<h2>Plan</h2>")[0])[-1]

@@ -76,8 +76,11 @@
       var pattern = new RegExp(escapeRegExp(query), "gi");
       var walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT, {
         acceptNode: function (node) {
-          var tag = node.parentNode && node.parentNode.nodeName;
+          var parent = node.parentNode;
+          var tag = parent && parent.nodeName;
           if (tag === "SCRIPT" || tag === "STYLE") return NodeFilter.FILTER_REJECT;
+          // a fold's one-line preview repeats what the fold holds: found there, not twice
+          if (parent && parent.closest && parent.closest(".ab-preview")) return NodeFilter.FILTER_REJECT;
           return node.nodeValue && node.nodeValue.length >= query.length
             ? NodeFilter.FILTER_ACCEPT : NodeFilter.FILTER_REJECT;
         }
