@@ -10,6 +10,8 @@ snapshot with a real `agentbase serve` on a free loopback port and prints the me
   - a search (target < 200 ms);
   - the messages table page with its facets (target < 500 ms);
   - the conversation view of the 2,000-message session (target < 1 s);
+  - the session export of that session: its .json (every message with its blocks; target < 1 s), and
+    its .md and standalone .html (info);
   - the dashboard (figures computed at start-up, on request, cached).
 
 Usage: python3 bench/explorer_bench.py [--messages 1000000] [--size-mb 120] [--repeat 7] [--workdir DIR]
@@ -209,8 +211,16 @@ def main() -> None:
             checks.append((f"search JSON q={q}", f"/{db}/search.json?_shape=array&q={quote(q)}", 200))
             checks.append(("messages table page with facets", f"/{db}/messages", 500))
             checks.append((f"conversation view ({long_count:,} messages)", f"/-/agentbase/session/{long_id}", 1000))
+            checks.append((f"session export .json ({long_count:,} messages)", f"/-/agentbase/session/{long_id}.json",
+                           1000))
+            checks.append((f"session export .md ({long_count:,} messages)", f"/-/agentbase/session/{long_id}.md", None))
+            checks.append((f"session export .html ({long_count:,} messages)", f"/-/agentbase/session/{long_id}.html",
+                           None))
             for label, path, target in checks:
                 ms, status, size = measure(client, path, args.repeat)
+                if target is None:
+                    rows.append((label, f"{ms:.1f} ms ({size / 1024:.0f} KB, HTTP {status})", "info", ""))
+                    continue
                 verdict = "PASS" if status == 200 and ms < target else "FAIL"
                 rows.append((label, f"{ms:.1f} ms ({size / 1024:.0f} KB, HTTP {status})", f"< {target} ms", verdict))
             status, _, first = client.get("/-/agentbase")
