@@ -1023,3 +1023,50 @@ def test_highlight_and_call_shapes():
     assert '<span class="ab-diff-add">+c</span>' in html and '<span class="ab-diff-ctx"> a</span>' in html
     assert render.json_in_text('400 {"error": {"message": "x"}}') == ("400", {"error": {"message": "x"}})
     assert render.json_in_text("not json {") is None and render.json_in_text("{}") is None
+
+
+def test_real_samples_render_quietly(tmp_path):
+    """Every session of the real samples beside the repository (OpenClaw and pi backups, Codex
+    rollouts, mini-OpenClaw sessions: other people's data, read where they are, never printed):
+    the view and the three exports answer, and no transcript text becomes markup."""
+    import os
+
+    from importer.export import export_snapshot
+    from importer.store import open_store
+    from test_codex import SAMPLE_PATHS as CODEX_PATHS
+    from transcripts import do_import
+
+    shared = REPO.parent / "shared"
+    trees = [(shared / "samples", None)]
+    trees += [(shared / "other-samples" / "codex" / rel, name) for name, rel in CODEX_PATHS.items()]
+    trees += [(p, p.name) for p in sorted((shared / "other-samples" / "mini-openclaw").glob("*")) if p.is_dir()]
+    missing = [str(path) for path, _ in trees if not path.exists()]
+    if missing:
+        if os.environ.get("CI", "").strip().lower() == "true":
+            pytest.fail(f"samples missing under CI: {missing[:3]}")
+        pytest.skip(f"no samples at {missing[:3]}")
+    archive = tmp_path / "archive.db"
+    for path, server in trees:  # (a half-written sample file is the importer tests' business)
+        do_import(archive, path, server=server)
+    store = open_store(f"sqlite:///{archive}")
+    try:
+        export_snapshot(store, tmp_path / "snapshot.db", timezone="UTC")
+    finally:
+        store.close()
+    site = Site(tmp_path / "snapshot.db")
+    import sqlite3
+
+    conn = sqlite3.connect(tmp_path / "snapshot.db")
+    sessions = conn.execute("SELECT id, source FROM sessions ORDER BY id").fetchall()
+    conn.close()
+    assert {source for _, source in sessions} >= {"openclaw", "codex", "mini-openclaw"}
+    for sid, source in sessions:
+        for suffix in ("", ".json", ".md", ".html"):
+            r = site.get(f"/-/agentbase/session/{sid}{suffix}")
+            if r.status_code != 200:  # (no content in the message: these are real people's sessions)
+                raise AssertionError(f"session {sid} ({source}){suffix}: HTTP {r.status_code}")
+            if suffix in ("", ".html"):
+                try:
+                    no_markup_from_transcripts(r.text)
+                except AssertionError:
+                    raise AssertionError(f"session {sid} ({source}){suffix}: transcript text became markup") from None
