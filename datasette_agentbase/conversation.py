@@ -58,6 +58,7 @@ ROLE_LABEL = {"toolResult": "tool result", "tool": "tool result", "toolCall": "t
 SESSION_LINK_COLUMNS = "id, session_uuid, server, agent_id, title, label, display_name, source, " \
                        "first_message_at, message_count, parent_call_id, reason, parent_session_uuid, " \
                        "parent_session, spawned_by, session_key, session_type"
+MAX_LISTED_CHILDREN = 30  # child sessions named in the header (the rest are counted)
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.I)
 
 
@@ -204,9 +205,18 @@ def related(conn: sqlite3.Connection, session: dict) -> dict:
             if r["parent_session"] == session.get("file_path") or (uuid and _file_uuid(r["parent_session"]) == uuid):
                 children.setdefault(r["id"], r)
     if session.get("session_key") and "spawned_by" in cols:
-        for r in sessions("spawned_by = ? AND server IS ?", (session["session_key"], session.get("server"))):
+        # OpenClaw's spawnedBy names a session key, which every reset of it shares: the children of this
+        # one are those started while it was the key's session (until the key's next session began)
+        start = session.get("first_message_at")
+        later = conn.execute("SELECT MIN(first_message_at) FROM sessions WHERE session_key = ? AND server IS ? "
+                             "AND first_message_at > ?", (session["session_key"], session.get("server"),
+                                                          start or "")).fetchone()[0] if start else None
+        for r in sessions("spawned_by = ? AND server IS ? AND (? IS NULL OR first_message_at >= ?) "
+                          "AND (? IS NULL OR first_message_at < ?)",
+                          (session["session_key"], session.get("server"), start, start, later, later)):
             children.setdefault(r["id"], r)
     out["children"] = sorted(children.values(), key=lambda r: (r["first_message_at"] or "", r["id"]))
+    out["children_total"] = len(out["children"])
 
     for key, column in (("previous", "previous_session_id"), ("next", "next_session_id")):
         if session.get(column):  # (a column the snapshot lacks is not in the row either)
@@ -586,7 +596,10 @@ def relatives(data: dict, session_href) -> dict:
         out["parent"] = {"label": s.get("parent_session_uuid") or s.get("parent_session"), "href": None,
                          "kind": "sub-agent" if out["subagent"] else "fork", "call_href": None, "missing": True}
         out["fork"] = not out["subagent"]
-    for child in rel.get("children") or []:
+    listed = rel.get("children") or []
+    out["children_total"] = len(listed)
+    out["children_more"] = max(0, len(listed) - MAX_LISTED_CHILDREN)
+    for child in listed[:MAX_LISTED_CHILDREN]:
         out["children"].append({"label": session_label(child), "href": session_href(child["id"]),
                                 "kind": "sub-agent" if is_subagent(child) else "fork",
                                 "messages": child.get("message_count")})

@@ -291,9 +291,12 @@ def markdown(data: dict, everything: bool, database: str) -> str:
     for key in ("previous", "next"):
         if rel.get(key):
             meta.append(f"- {key} session: {named(rel[key])}")
-    for child in rel.get("children") or []:
+    children = rel.get("children") or []
+    for child in children[:conversation.MAX_LISTED_CHILDREN]:
         kind = "sub-agent" if conversation.is_subagent(child) else "fork"
         meta.append(f"- {kind} started from this one: {named(child)}")
+    if len(children) > conversation.MAX_LISTED_CHILDREN:
+        meta.append(f"- and {len(children) - conversation.MAX_LISTED_CHILDREN:,} more sessions started from this one")
     meta.append("- shown: " + ("every entry, abandoned branches marked" if everything else "the active path"))
     out += meta + [""]
     used: set = set()

@@ -162,6 +162,7 @@ def codex_pair():
     parent.tokens(5200, 5000, 40)
     child = CF.fork_of(parent, parent.ms + 60_000, subagent=True)
     child.turn("Review the rename")
+    child.tokens(200, 0, 5)  # a model call before anything the model wrote: a row of role usage
     child.assistant("The rename looks right.")
     child.tokens(300, 0, 20)
     return parent, child, spawn

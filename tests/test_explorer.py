@@ -760,6 +760,8 @@ def test_related_sessions(kinds):
     assert "spawn_agent" in turn and (f'<div class="ab-subagent-link">↳ sub-agent session: <a href="/-/agentbase/'
                                       f'session/{ids["codex_child"]}">') in turn
     assert "1 session started from this one" in parent
+    usage = re.findall(r'<div class="ab-turn-usage" id="m\d+">\s*<span class="ab-role">usage</span>(.*?)</div>', child, re.S)
+    assert len(usage) == 1 and "205 tokens" in usage[0]  # a model call's usage alone: one line
 
 
 def test_every_kind_reads_sensibly(kinds, site):
