@@ -11,7 +11,9 @@ view and its exports (tests/test_explorer.py, tests/test_explorer_browser.py):
 - mini-OpenClaw: the canonical object and the LangChain list (role ``tool``);
 - Codex: a session with context, reasoning, shell calls and an apply_patch, and a sub-agent of it
   (``parent_session_uuid``), given the spawning call's id as the claude-code kind records it
-  (``parent_call_id``: written into the snapshot here, no kind in this tree fills it yet);
+  (``parent_call_id``: written into the snapshot here, no kind in this tree fills it yet); the two
+  mini-OpenClaw sessions are made a reset chain the same way (``previous_session_id``,
+  ``next_session_id``, ``reason``, as OpenClaw's SQLite store records them);
 - the agent-server: tests/agent_server_fixture.py's database (Claude's Bash/Edit/Read calls,
   Codex's fileChange, ``reasoning``, ``toolCall`` and ``run`` rows).
 
@@ -222,6 +224,10 @@ def build_kinds_snapshot(tmp: Path, name: str = "snapshot.db") -> tuple[Path, di
                "agent_server_codex": sid("id IN (SELECT session_id FROM tool_calls WHERE tool_name = 'fileChange')")}
         # what the claude-code kind records of a sub-agent: the call that spawned it
         conn.execute("UPDATE sessions SET parent_call_id = ? WHERE id = ?", (spawn, ids["codex_child"]))
+        # what OpenClaw's SQLite store records of a reset: the chain of sessions and the reason
+        conn.execute("UPDATE sessions SET next_session_id = 'session_1775000000123' WHERE id = ?", (ids["mini"],))
+        conn.execute("UPDATE sessions SET previous_session_id = 'session-0a1b2c3d4e5f', reason = 'reset' "
+                     "WHERE id = ?", (ids["langchain"],))
         conn.commit()
     finally:
         conn.close()

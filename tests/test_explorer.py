@@ -760,6 +760,12 @@ def test_related_sessions(kinds):
     assert "spawn_agent" in turn and (f'<div class="ab-subagent-link">↳ sub-agent session: <a href="/-/agentbase/'
                                       f'session/{ids["codex_child"]}">') in turn
     assert "1 session started from this one" in parent
+    # a reset chain: each links the other, with the reason
+    before = site.get(f"/-/agentbase/session/{ids['mini']}").text
+    after = site.get(f"/-/agentbase/session/{ids['langchain']}").text
+    assert f'Next session (reset):\n    <a href="/-/agentbase/session/{ids["langchain"]}">session_1775000000123</a>' in before
+    assert (f'Previous session (this one began with a reset):\n    <a href="/-/agentbase/session/{ids["mini"]}">示例会话'
+            '</a>') in after
     usage = re.findall(r'<div class="ab-turn-usage" id="m\d+">\s*<span class="ab-role">usage</span>(.*?)</div>', child, re.S)
     assert len(usage) == 1 and "205 tokens" in usage[0]  # a model call's usage alone: one line
 
