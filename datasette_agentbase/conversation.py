@@ -456,7 +456,8 @@ class _Builder:
         if context:
             first = render._first_line(row.get("text_preview") or "", 90)
             html = Markup('<details class="ab-context"><summary><span class="ab-badge ab-badge-context">context'
-                          '</span> <span class="ab-dim">injected, not typed by anyone: <span class="ab-preview">{}</span></span>'
+                          '</span> <span class="ab-dim">injected, not typed by anyone: '
+                          '<span class="ab-preview">{}</span></span>'
                           '</summary>{}'
                           '</details>').format(first or role, html)
         badges = []
@@ -550,7 +551,8 @@ def _entry_html(e: dict, options: render.Options = VIEW) -> Markup | None:
         return Markup('<div class="ab-marker ab-small">model → {}{}</div>').format(
             f"{raw.get('provider')}/" if isinstance(raw.get("provider"), str) else "", raw.get("modelId") or "?")
     if kind == "thinking_level_change":
-        return Markup('<div class="ab-marker ab-small">thinking level → {}</div>').format(raw.get("thinkingLevel") or "?")
+        return Markup('<div class="ab-marker ab-small">thinking level → {}</div>').format(
+            raw.get("thinkingLevel") or "?")
     if kind == "reset":
         return Markup('<div class="ab-marker ab-reset"><strong>Reset</strong>: the session started over here</div>')
     return Markup('<details class="ab-marker ab-small"><summary>{}{}</summary>{}</details>').format(

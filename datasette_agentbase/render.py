@@ -299,7 +299,8 @@ def tool_arguments(name, arguments, options: Options = CELL) -> Markup:
                 parts.append(file_head(change["kind"] or "change", change["path"], f"+{adds} −{dels}"))
                 parts.append(_diff_block(body, adds + dels, options))
             elif change["content"] is not None:
-                parts.append(file_head(change["kind"] or "write", change["path"], f"{_lines(change['content']):,} lines"))
+                parts.append(file_head(change["kind"] or "write", change["path"],
+                                       f"{_lines(change['content']):,} lines"))
                 parts.append(code_view(change["content"], options, filename=change["path"]))
             else:
                 parts.append(file_head(change["kind"] or "change", change["path"]))
@@ -338,9 +339,9 @@ def _command_text(value, key: str) -> str | None:
 
 
 def file_head(action: str, path: str | None, detail: str = "") -> Markup:
+    shown = Markup(' <span class="ab-dim">{}</span>').format(detail) if detail else ""
     return Markup('<div class="ab-file-head"><span class="ab-badge ab-badge-file">{}</span> <code class="ab-path">'
-                  '{}</code>{}</div>').format(action, path or "(no path)",
-                                              Markup(' <span class="ab-dim">{}</span>').format(detail) if detail else "")
+                  '{}</code>{}</div>').format(action, path or "(no path)", shown)
 
 
 def looks_like_patch(value: str) -> bool:
@@ -462,7 +463,8 @@ def key_values(args: dict, options: Options = CELL, lname: str = "") -> Markup:
                 body = prose(value, options)
             else:
                 body = text(value, options, css="ab-output")
-            blocks.append(Markup('<div class="ab-arg-block"><span class="ab-arg-key">{}</span>{}</div>').format(key, body))
+            blocks.append(Markup('<div class="ab-arg-block"><span class="ab-arg-key">{}</span>{}</div>').format(
+                key, body))
         else:
             blocks.append(Markup('<div class="ab-arg-block"><span class="ab-arg-key">{}</span>{}</div>').format(
                 key, pretty_json(value, options)))

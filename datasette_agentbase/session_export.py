@@ -207,7 +207,8 @@ def _usage(m: dict) -> str:
     tokens = m.get("total_tokens")
     if m.get("cost_source") is not None and (tokens or m.get("input_tokens") or m.get("output_tokens")):
         bits.append(f"{tokens or 0:,} tokens ({m.get('input_tokens') or 0:,} in, {m.get('output_tokens') or 0:,} out, "
-                    f"{m.get('cache_read_tokens') or 0:,} cache read, {m.get('cache_write_tokens') or 0:,} cache write)")
+                    f"{m.get('cache_read_tokens') or 0:,} cache read, "
+                    f"{m.get('cache_write_tokens') or 0:,} cache write)")
         bits.append(conversation.money(m.get("cost_usd"), tokens or m.get("input_tokens") or m.get("output_tokens")))
         if not m.get("usage_counted"):
             bits.append("copy: not counted")
