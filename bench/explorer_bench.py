@@ -12,7 +12,10 @@ snapshot with a real `agentbase serve` on a free loopback port and prints the me
   - the conversation view of the 2,000-message session (target < 1 s);
   - the session export of that session: its .json (every message with its blocks; target < 1 s), and
     its .md and standalone .html (info);
-  - the dashboard (figures computed at start-up, on request, cached).
+  - the dashboard: its cube (one pass over the messages, made at start-up in a thread: the time
+    until the first visit is answered), then each preset (today, 7, 30, 90 days, a year, all) and a
+    server, a source and an agent filter: the first visit (summed from the cube) and the median
+    (cached) (target < 1 s, well under).
 
 Usage: python3 bench/explorer_bench.py [--messages 1000000] [--size-mb 120] [--repeat 7] [--workdir DIR]
 With --workdir the snapshot is kept and reused by the next run (delete the folder to rebuild).
@@ -182,12 +185,19 @@ def main() -> None:
             "SELECT id, message_count FROM sessions ORDER BY message_count DESC LIMIT 1").fetchone()
         agent = conn.execute("SELECT agent_id FROM messages WHERE day = (SELECT MAX(day) FROM messages) "
                              "GROUP BY agent_id ORDER BY COUNT(*) DESC LIMIT 1").fetchone()[0]
+        conn_server = conn.execute("SELECT server FROM sessions GROUP BY server ORDER BY COUNT(*) DESC "
+                                   "LIMIT 1").fetchone()[0]
         from importer.search import fts_query
 
         # a selective phrase, a word in ~6% of the messages, and the generator's commonest words (~15%)
         searches = ['"permission denied"', "timeout", "证书", "nginx", "部署"]
         hits = {q: conn.execute("SELECT COUNT(*) FROM messages_fts WHERE messages_fts MATCH ?",
                                 (fts_query(q),)).fetchone()[0] for q in searches}
+        from datasette_agentbase import dashboard
+
+        started = time.perf_counter()
+        dashboard.load(conn)
+        cube_s = time.perf_counter() - started
         conn.close()
         port = free_port()
         env = dict(os.environ, PYTHONPATH=str(REPO))
@@ -197,7 +207,11 @@ def main() -> None:
         try:
             client = Client(port)
             wait_up(client, proc)
-            time.sleep(5)  # let the start-up work (the dashboard's figures, in a thread) finish first
+            started = time.perf_counter()
+            # answered once the start-up thread has made the dashboard's cube
+            status, _, _ = client.get("/-/agentbase?days=2")
+            cube_ready = time.perf_counter() - started
+            time.sleep(1)
             db = snapshot.stem
             checks = []
             for name in ("exec_commands", "thinking", "agent_day", "daily_cost", "failed_tools"):
@@ -223,13 +237,20 @@ def main() -> None:
                     continue
                 verdict = "PASS" if status == 200 and ms < target else "FAIL"
                 rows.append((label, f"{ms:.1f} ms ({size / 1024:.0f} KB, HTTP {status})", f"< {target} ms", verdict))
-            status, _, first = client.get("/-/agentbase")
-            rows.append(("dashboard, first visit (figures computed at start-up)", f"{first * 1000:.1f} ms",
+            rows.append(("dashboard cube: one pass over the messages (in this process)", f"{cube_s * 1000:.0f} ms",
                          "info", ""))
-            status, _, other = client.get("/-/agentbase?days=all")
-            rows.append(("dashboard, all days (computed on request)", f"{other * 1000:.0f} ms", "info", ""))
-            ms, status, size = measure(client, "/-/agentbase?days=all", args.repeat)
-            rows.append(("dashboard, all days again (cached)", f"{ms:.1f} ms", "info", ""))
+            rows.append(("dashboard, a visit as soon as the server answers (waits for the cube)",
+                         f"{cube_ready * 1000:.0f} ms", "info", ""))
+            server = conn_server
+            for label, query in [(f"days={d}", f"days={d}") for d in ("1", "7", "30", "90", "365", "all")] + [
+                    (f"days=all, server={server}", f"days=all&server={quote(server)}"),
+                    ("days=30, source=openclaw", "days=30&source=openclaw"),
+                    (f"days=all, agent={agent}", f"days=all&agent={quote(agent)}")]:
+                status, body, first = client.get(f"/-/agentbase?{query}")
+                ms, status, size = measure(client, f"/-/agentbase?{query}", args.repeat)
+                verdict = "PASS" if status == 200 and first < 1.0 else "FAIL"
+                rows.append((f"dashboard {label}", f"first {first * 1000:.0f} ms, then {ms:.1f} ms "
+                             f"({size / 1024:.0f} KB, HTTP {status})", "< 1000 ms", verdict))
         finally:
             proc.terminate()
             try:

@@ -29,7 +29,7 @@ in Datasette 1.0, with the same arguments):
   queries the kind declares (``Source.canned_queries``: name -> title, sql,
   params..., and optionally the ``tables`` it reads), beside metadata.yml's.
 - ``extra_css_urls``, ``menu_links``; ``startup`` checks the access settings
-  and computes the dashboard's figures in a background thread.
+  and computes the dashboard's cube (dashboard.py) in a background thread.
 """
 
 from __future__ import annotations
@@ -357,32 +357,53 @@ async def session_export_view(datasette, request):
     return _download(html, "text/html; charset=utf-8", name)
 
 
-_DASHBOARD_CACHE_SIZE = 16
-DASHBOARD_DAYS = 90
+_DASHBOARD_PAGES = 64  # pages (figures and charts) kept; each some hundred KB at most
+_dashboard_lock = threading.Lock()
 
 
-def _dashboard_cache(datasette) -> dict:
-    """Dashboard figures per (database, file, server, days). An immutable snapshot never changes
-    under a running Datasette, so they are computed once."""
-    cache = getattr(datasette, "_agentbase_dashboard", None)
-    if cache is None:
-        cache = datasette._agentbase_dashboard = {}
-    return cache
+def _dashboard_state(datasette) -> dict:
+    """The dashboard's cubes (one per snapshot file: dashboard.load) and its pages (one per snapshot
+    and every filter). An immutable snapshot never changes under a running Datasette, so the cube
+    is computed once and every page from it at most once."""
+    state = getattr(datasette, "_agentbase_dashboard", None)
+    if state is None:
+        state = datasette._agentbase_dashboard = {"cubes": {}, "locks": {}, "pages": {}}
+    return state
 
 
-def _dashboard_key(db, server, days) -> tuple:
+def _dashboard_key(db) -> tuple:
     try:
         stamp = os.stat(db.path).st_mtime_ns if db.path else None
     except OSError:
         stamp = None
-    return (db.name, db.path, stamp, server, days)
+    return (db.name, db.path, stamp)
+
+
+def _dashboard_cube(datasette, db, conn) -> dict:
+    """The snapshot's cube, computed once per file: whoever comes second (the page while the
+    start-up thread computes it) waits for the first instead of scanning the messages again."""
+    if db.is_mutable:
+        return dashboard.load(conn)
+    state = _dashboard_state(datasette)
+    key = _dashboard_key(db)
+    with _dashboard_lock:
+        lock = state["locks"].setdefault(key, threading.Lock())
+    with lock:
+        cube = state["cubes"].get(key)
+        if cube is None:
+            cube = dashboard.load(conn)
+            with _dashboard_lock:
+                for old in [k for k in state["cubes"] if k[0] == db.name]:
+                    del state["cubes"][old]  # the file was replaced: its old figures go
+                state["cubes"][key] = cube
+        return cube
 
 
 @hookimpl
 def startup(datasette):
     """Check the access settings (a configured password that is missing stops the server), then
-    compute the dashboard's default figures in the background (a full pass over the messages:
-    about a second per million), so its first visit does not wait for them."""
+    compute the dashboard's cube in the background (one pass over the messages: about 1.5 s per
+    million), so that no visit of the dashboard waits for it."""
     access.check_startup(datasette)
     snapshots = [db for db in datasette.databases.values()
                  if not db.is_mutable and not db.is_memory and db.path]
@@ -395,12 +416,9 @@ def startup(datasette):
                 continue
             try:
                 if _is_snapshot_conn(conn):
-                    key = _dashboard_key(db, None, DASHBOARD_DAYS)
-                    cache = _dashboard_cache(datasette)
-                    if key not in cache:
-                        cache[key] = dashboard.load(conn, None, DASHBOARD_DAYS)
+                    _dashboard_cube(datasette, db, conn)
             except sqlite3.Error:
-                pass  # the page computes them itself
+                pass  # the page computes it itself
             finally:
                 conn.close()
 
@@ -413,54 +431,80 @@ def startup(datasette):
     return verify_access
 
 
+DASHBOARD_FILTERS = ("server", "source", "agent", "days")
+
+
 async def dashboard_view(datasette, request):
     db = await _snapshot_db(datasette, request)
     await _check(datasette, request, db.name)
-    server = request.args.get("server") or None
-    days_arg = request.args.get("days") or str(DASHBOARD_DAYS)
-    days = (None if days_arg == "all" else max(1, min(int(days_arg), 3660)) if days_arg.isdigit()
-            else DASHBOARD_DAYS)
-    cache = _dashboard_cache(datasette)
-    key = _dashboard_key(db, server, days)
-    data = cache.get(key) if not db.is_mutable else None
-    if data is None:
-        data = await db.execute_fn(lambda conn: dashboard.load(conn, server, days))
+    filters = {name: request.args.get(name) or None for name in ("server", "source", "agent")}
+    days = dashboard.parse_days(request.args.get("days"))
+    filters["days"] = "all" if days is None else str(days)
+    cube = await db.execute_fn(lambda conn: _dashboard_cube(datasette, db, conn))
+    pages = _dashboard_state(datasette)["pages"]
+    key = (_dashboard_key(db), filters["server"], filters["source"], filters["agent"], days)
+    fig = pages.get(key) if not db.is_mutable else None
+    if fig is None:
+        fig = dashboard.page(cube, filters["server"], filters["source"], filters["agent"], days)
         if not db.is_mutable:
-            if len(cache) >= _DASHBOARD_CACHE_SIZE:
-                cache.pop(next(iter(cache)))
-            cache[key] = data
-    day_list, message_series = dashboard.series(data, 2)
-    _, cost_series = dashboard.series(data, 3)
-    names = [n for n, _ in message_series]
-    palette = dashboard.colors(names)
-    cost_palette = dashboard.colors([n for n, _ in cost_series])
+            if len(pages) >= _DASHBOARD_PAGES:
+                pages.pop(next(iter(pages)))
+            pages[key] = fig
+
+    self_href = str(datasette.urls.path("-/agentbase"))
+    keep_db = [("db", db.name)] if request.args.get("db") else []
+
+    def href(**changes) -> str:
+        """This page with some filters changed (None: dropped), the others kept."""
+        wanted = {**filters, **changes}
+        params = keep_db + [(k, wanted[k]) for k in DASHBOARD_FILTERS if wanted.get(k) is not None]
+        return self_href + ("?" + urlencode(params) if params else "")
+
+    latest = cube["latest"]
+    presets = []
+    for value, label in dashboard.PRESETS:
+        if value == "1" and latest and cube["exported_day"] != latest:
+            label = "latest day"  # an older snapshot: its latest day is not today
+        presets.append({"label": label, "href": href(days=value), "current": value == filters["days"],
+                        "value": value})
+    active = [{"name": name, "value": filters[name], "href": href(**{name: None})}
+              for name in ("server", "source", "agent") if filters[name]]
     queries = {}
     try:
         queries = await datasette.get_canned_queries(db.name, request.actor)
     except Exception:  # an API that moved in a later Datasette: the page works without the list
         queries = {}
-    totals = dashboard.agent_totals(data)
-    for t in totals:
-        t["cost_label"] = conversation.money(t["cost"], 0) or ("unpriced" if t["unpriced_tokens"] else "$0")
+    query_links = [(name, q.get("title") or name, str(datasette.urls.query(db.name, name)))
+                   for name, q in queries.items()]
+    per_agent_queries = [(name, title, path) for name, title, path in query_links
+                         if name in ("agent_day", "exec_commands", "thinking", "daily_cost", "failed_tools")]
+    agents = []
+    for t in fig["agents"]:
+        params = [("agent", t["agent"])] if t["agent"] is not None else []
+        params += [("server", t["server"])] if t["server"] is not None else []
+        agents.append({**t, "href": href(agent=t["agent"], server=t["server"]),
+                       "queries": [(name, title, path + ("?" + urlencode(params) if params else ""))
+                                   for name, title, path in per_agent_queries]})
     context = {
         "database": db.name,
         "database_href": str(datasette.urls.database(db.name)),
-        "server": server,
-        "servers": data["servers"],
-        "days": days_arg,
-        "start": data["start"] or (day_list[0] if day_list else None),
-        "latest": data["latest"],
-        "messages_chart": dashboard.bar_chart(day_list, message_series, dashboard.fmt_count,
-                                              "Messages per day per agent"),
-        "cost_chart": dashboard.bar_chart(day_list, cost_series, dashboard.fmt_cost,
-                                          "Cost per day per agent (USD, each model call once)"),
-        "legend": [(n, palette[n]) for n in names],
-        "cost_legend": [(n, cost_palette[n]) for n, _ in cost_series],
-        "totals": totals,
-        "unpriced_tokens": sum(t["unpriced_tokens"] for t in totals),
-        "queries": [(name, q.get("title") or name, str(datasette.urls.query(db.name, name)))
-                    for name, q in queries.items()],
-        "self_href": str(datasette.urls.path("-/agentbase")),
+        "self_href": self_href,
+        "keep_db": keep_db,
+        "filters": filters,
+        "active": active,
+        "presets": presets,
+        "servers": cube["servers"],
+        "sources": cube["sources"],
+        "agent_names": cube["agent_names"],
+        "timezone": cube["timezone"],
+        "first": cube["first"],
+        "latest": latest,
+        "start": fig["start"],
+        "fig": fig,
+        "agents": agents,
+        "sources_rows": [{**s, "href": href(source=s["source"])} for s in fig["sources"]],
+        "queries": query_links,
+        "reset_href": href(server=None, source=None, agent=None, days=None),
     }
     html = await datasette.render_template("agentbase_dashboard.html", context, request=request)
     return Response.html(html)

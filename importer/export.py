@@ -171,100 +171,57 @@ def message_search_text(content_blocks: str | None, fallback: str | None) -> str
     return "\n".join(parts)
 
 
-def _redact_columns(table: str) -> tuple[str, ...]:
-    found = shape.tables().get(table)
-    return found.redact if found is not None else ()
+def redact_columns() -> dict[str, tuple[str, ...]]:
+    """Table -> the columns the detector reads (pass 1: every credential value
+    found in any of them goes into one set) and where its replacements are
+    counted (the redactions table); from shape.py. Pass 2 replaces every value
+    of the set in every text column of every table, these and the rest (a
+    message's thinking_text, tool_calls_json and preview, cut from its
+    content_blocks; a tool call's arguments, command and result, copied from
+    its messages; an entry's preview; ids and paths). A message's text_preview
+    is read and counted only when the message has no content_blocks."""
+    return {name: t.redact for name, t in shape.tables().items() if t.redact}
+
+
 
 
 def _snapshot_columns(table: str) -> list[tuple[str, str]]:
     return shape.columns(table)
 
 
-def _redact_message(row: tuple, patch: dict, found: list) -> str | None:
-    """Redact one messages row (id, session_id, *REDACT_COLUMNS["messages"]);
-    returns the content to index."""
+def prepare_rows(table: str, names: tuple[str, ...], rows: list[tuple], redact: bool, fts: bool):
+    """For rows of the snapshot's columns ``names``: the replaced values of
+    each row that held a credential of the export's set (redact.installed(),
+    pass 1's), where they were counted, and (messages) the text to index,
+    from the replaced content. Runs in a worker process while the main one
+    writes (module level: picklable). Returns (patches: [(index in rows,
+    {column: value})], findings: [(table, row id, session id, column, kind,
+    count)], fts rows)."""
     from . import redact as R
 
-    row_id, session_id, content, preview, error, thinking, tool_json = row
-    if content is not None:
-        if R.maybe(content):
-            new, counts, value = R.redact_json(content, force=True)
-            if counts:
-                found.append(("content_blocks", counts))
-                patch["content_blocks"] = content = new
-                if thinking is not None:
-                    patch["thinking_text"] = R.redact_text(thinking)[0]
-                if tool_json is not None:
-                    patch["tool_calls_json"] = R.redact_json(tool_json)[0]
-                # The preview again from the redacted content: a credential
-                # cut by the 512th character is gone whole.
-                fresh = P.text_preview({"content": value}) if value is not None else None
-                patch["text_preview"] = fresh if fresh is not None else (
-                    R.redact_text(preview)[0] if preview is not None else None)
-    if preview is not None and "text_preview" not in patch and (content is None or error is not None):
-        # A preview not cut from the content: a command's, or an error's
-        # (counted with the error message).
-        new, counts = R.redact_text(preview)
-        if counts:
-            if content is None:
-                found.append(("text_preview", counts))
-            patch["text_preview"] = new
-    if error is not None:
-        new, counts = R.redact_text(error)
-        if counts:
-            found.append(("error_message", counts))
-            patch["error_message"] = new
-    return content
-
-
-def prepare_rows(table: str, rows: list[tuple], redact: bool, fts: bool):
-    """For rows of (id, session_id, *REDACT_COLUMNS[table]): the redacted
-    values of each row that had credentials, where they were, and (messages)
-    the text to index. Runs in a worker process while the main one writes
-    (module level: picklable). Returns (patches: [(index, {column: value})],
-    findings: [(table, row id, session id, column, kind, count)], fts rows)."""
-    from . import redact as R
-
+    secrets = R.installed() if redact else None
     patches: list[tuple[int, dict]] = []
     findings: list[tuple] = []
     fts_rows: list[tuple[int, str]] = []
-    columns = _redact_columns(table)
+    at = {c: i for i, c in enumerate(names)}
+    content_at, preview_at, session_at = at.get("content_blocks"), at.get("text_preview"), at.get("session_id")
+    redacted = R.redact_rows(secrets, table, names, rows, redact_columns()) if secrets else {}
     for index, row in enumerate(rows):
-        patch: dict = {}
-        found: list = []
-        if table == "messages":
-            content = _redact_message(row, patch, found) if redact else row[2]
-            if fts:
-                text = message_search_text(content, patch.get("text_preview", row[3]))
-                if text:
-                    fts_rows.append((row[0], index_text(text)))
-        elif redact:
-            values = dict(zip(columns, row[2:]))
-            parsed = None
-            for column, value in values.items():
-                if value is None or column == "text_preview":
-                    continue
-                if column in ("raw_json", "content_blocks", "header_json", "arguments"):
-                    new, counts, decoded = R.redact_json(value)
-                    if column == "raw_json":
-                        parsed = decoded
-                else:
-                    new, counts = R.redact_text(value)
-                if counts:
-                    patch[column] = new
-                    if table != "tool_calls":  # a tool call's text is its message's
-                        found.append((column, counts))
-            if table == "entries" and "raw_json" in patch:
-                fresh = P.entry_preview(parsed) if isinstance(parsed, dict) else None
-                preview = values["text_preview"]
-                patch["text_preview"] = fresh if fresh is not None else (
-                    R.redact_text(preview)[0] if preview is not None else None)
+        got = redacted.get(index)
+        patch = got[0] if got else {}
         if patch:
-            # (tool calls: the payload carries the row's index in the batch instead of its id)
-            patches.append((row[0] if table == "tool_calls" else index, patch))
-        for column, counts in found:
-            for kind, n in counts.items():
-                findings.append((table, row[0], row[1], column, kind, n))
+            patches.append((index, patch))
+        if got:
+            session = row[session_at] if session_at is not None else (row[0] if table == "sessions" else None)
+            for column, counts in got[1]:
+                for kind, n in counts.items():
+                    findings.append((table, row[0], session, column, kind, n))
+        if fts:
+            content = patch.get("content_blocks", row[content_at] if content_at is not None else None)
+            preview = patch.get("text_preview", row[preview_at] if preview_at is not None else None)
+            text = message_search_text(content, preview)
+            if text:
+                fts_rows.append((row[0], index_text(text)))
     return patches, findings, fts_rows
 
 
@@ -291,25 +248,42 @@ class _Preparer:
         self.pool = None
         # message id -> its redacted preview, for the tool calls it answers
         self.previews: dict[int, str | None] = {}
-        # messages whose content had credentials: only their tool calls need a look
-        self.flagged: set[int] = set()
         if (os.cpu_count() or 1) > 1:
             try:
                 self.pool = multiprocessing.get_context("fork" if hasattr(os, "fork") else "spawn").Pool(1)
             except (OSError, ValueError):  # no processes here: do it inline
                 self.pool = None
 
-    def add(self, table: str, rows: list, payload: list | None, write) -> None:
+    def collect(self, store: Store):
+        """Pass 1: every credential value in the store (the worker reads half
+        of the messages, see redact.collect), then the set goes to the worker."""
+        from . import redact as R
+
+        secrets = R.collect(store, redact_columns(), self.pool)
+        R.install_set(secrets)
+        if self.pool is not None:  # (the worker runs its tasks in order: this one before the rows)
+            self.pending.append(([], lambda rows, result: None, self.pool.apply_async(R.install, (secrets.values(),))))
+        return secrets
+
+    def add(self, table: str, names: tuple, rows: list, write, text_cols=None) -> None:
+        from . import redact as R
+
         fts = table == "messages"
-        if payload is None or (not self.redact and not fts):
+        redact = self.redact and bool(R.installed())  # (nothing to replace in a store without credentials)
+        if not redact and not fts:
             write(rows, ([], [], []))
             return
-        if self.pool is None or not fts:
-            # Other tables are small, or (tool calls) only the rows of flagged
-            # messages are looked at: done here.
-            write(rows, prepare_rows(table, payload, self.redact, fts))
+        payload = rows
+        # fewer values to send to the worker: the text columns, or only the search text's
+        want = text_cols if redact else ("id", "content_blocks", "text_preview")
+        if want is not None and len(want) < len(names):
+            keep = [i for i, c in enumerate(names) if c in want]
+            names = tuple(names[i] for i in keep)
+            payload = [tuple(row[i] for i in keep) for row in rows]
+        if self.pool is None:
+            write(rows, prepare_rows(table, names, payload, redact, fts))
             return
-        self.pending.append((rows, write, self.pool.apply_async(prepare_rows, (table, payload, self.redact, fts))))
+        self.pending.append((rows, write, self.pool.apply_async(prepare_rows, (table, names, payload, redact, fts))))
         while len(self.pending) > 4:  # bounded memory: a few batches ahead at most
             self._finish_one()
 
@@ -343,13 +317,14 @@ def _copy_table(store: Store, out: sqlite3.Connection, table: str, to_local: Loc
     ts_at = positions.get(local_from) if local_from else None
     # where day and local_time go in the snapshot row (they follow ts_at)
     split = ts_at + 1 if ts_at is not None else None
-    red_cols = _redact_columns(table)
-    red_at = [positions.get(c) for c in red_cols] if red_cols else []  # None: a column an old store lacks
-    session_at = positions.get("session_id", 0)
+    names = tuple(select_cols)
+    # what the worker needs of a row: its ids and its text (a number or a time holds no credential)
+    types = dict(_snapshot_columns(table))
+    text_cols = {c for c in select_cols if c in ("id", "session_id") or types.get(c, "").startswith("str")
+                 or types.get(c) in ("text", "json")}
     redact = prep.redact
     previews = prep.previews
     result_id_at = positions.get("result_message_id")
-    message_at = positions.get("message_id")
     result_preview_at = positions.get("result_preview")
     select = f"SELECT {', '.join(f'[{c}]' for c in select_cols)} FROM [{table}] WHERE id > ? ORDER BY id LIMIT {BATCH}"
     count = 0
@@ -370,10 +345,8 @@ def _copy_table(store: Store, out: sqlite3.Connection, table: str, to_local: Loc
                     values[result_preview_at] = previews[rid]
         per_row: dict[int, int] = {}
         if has_count and table == "messages":
-            for _t, row_id, _s, column, _k, n in findings:
+            for _t, row_id, _s, _column, _k, n in findings:
                 per_row[row_id] = per_row.get(row_id, 0) + n
-                if column == "content_blocks":
-                    prep.flagged.add(row_id)
         zero = 0 if redact else None
         out_rows = []
         for values in batch:
@@ -395,18 +368,7 @@ def _copy_table(store: Store, out: sqlite3.Connection, table: str, to_local: Loc
         rows = store.tuples(select, (last,))
         if not rows:
             break
-        payload = None
-        if red_at:
-            if table == "tool_calls":
-                # A tool call's arguments and command are cut from its message's
-                # content, which was looked at: only a flagged message's calls can
-                # hold a credential. The payload's first item says which row.
-                payload = [(index, row[session_at], *[None if i is None else row[i] for i in red_at])
-                           for index, row in enumerate(rows) if row[message_at] in prep.flagged] if redact else []
-            else:
-                payload = [(row[0], row[session_at], *[None if i is None else row[i] for i in red_at])
-                           for row in rows]
-        prep.add(table, rows, payload, write)
+        prep.add(table, names, rows, write, text_cols)
         count += len(rows)
         last = rows[-1][0]
     prep.drain()
@@ -415,7 +377,7 @@ def _copy_table(store: Store, out: sqlite3.Connection, table: str, to_local: Loc
 
 # Bump when the snapshot made from an unchanged store would differ (new
 # columns, indexes, search text): a snapshot of another format is rebuilt.
-SNAPSHOT_FORMAT = 1
+SNAPSHOT_FORMAT = 2  # 2: credentials found anywhere are replaced everywhere
 
 
 def store_state(store: Store, zone_name: str, redact: bool) -> str:
@@ -546,6 +508,10 @@ def export_snapshot(store: Store, output: str | os.PathLike | None = None, timez
         out.execute(f"INSERT INTO {fts} ({fts}, rank) VALUES ('hashsize', ?)", (64 * 2**20,))
         to_local = LocalTime(zone)
         prep = _Preparer(out, redact)
+        if redact:
+            if progress:
+                progress("credentials")
+            prep.collect(store)
         for table in _tables():
             if progress:
                 progress(table)

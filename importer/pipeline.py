@@ -251,12 +251,17 @@ class _Run:
 
     def finish_groups(self) -> None:
         """Each kind applies what it gathered for the groups the run touched, in
-        kind order (sessions.json before the newer SQLite store's metadata)."""
+        kind order (sessions.json before the newer SQLite store's metadata);
+        then sessions whose provider's own transcript is archived count their
+        usage there."""
         kinds = [s for s in all_sources() if type(s).finish_group is not Source.finish_group]
         for group in sorted(self.touched):
             for source in kinds:
                 with self.store.transaction():
                     source.finish_group(self.store, *group, self.metadata.get((*group, source.name), {}))
+        if self.touched:
+            with self.store.transaction():
+                count_once_in_provider_transcripts(self.store)
 
     # -- deferred commits (MariaDB) --------------------------------------------------
     # A store that defers commits stores units in the background while this
@@ -295,6 +300,44 @@ class _Run:
     def settle_quietly(self) -> None:
         if self.in_flight:
             self.settle()
+
+
+def count_once_in_provider_transcripts(store: Store) -> int:
+    """A session that names the provider's own transcript of its conversation
+    (``provider_session_id``: the agent-server's Claude or Codex session) and
+    whose transcript is archived on the same server counts its model calls
+    there, once: its usage rows are not counted, its totals follow, it links to
+    the transcript (``counted_in_session_id``) and its kind is told
+    (``Source.usage_deferred``). Idempotent; returns how many sessions changed."""
+    pairs = store.tuples(
+        "SELECT a.id, a.source, b.session_uuid, a.counted_in_session_id FROM sessions a "
+        "JOIN sessions b ON b.server = a.server AND b.session_uuid = a.provider_session_id AND b.id <> a.id "
+        "WHERE a.provider_session_id IS NOT NULL")
+    if not pairs:
+        return 0
+    changed = 0
+    by_kind: dict[str, list[int]] = {}
+    for session_id, kind, transcript, linked in pairs:
+        counted = store.tuples("SELECT COUNT(*) FROM messages WHERE session_id = ? AND usage_counted = 1 "
+                               "AND cost_source IS NOT NULL", (session_id,))[0][0]
+        if not counted and linked == transcript:
+            continue
+        store.execute("UPDATE messages SET usage_counted = 0 WHERE session_id = ? AND usage_counted = 1 "
+                      "AND cost_source IS NOT NULL", (session_id,))
+        agg = store.tuples(
+            "SELECT SUM(input_tokens * usage_counted), SUM(output_tokens * usage_counted), "
+            "SUM(cache_read_tokens * usage_counted), SUM(cache_write_tokens * usage_counted), "
+            "SUM(total_tokens * usage_counted), SUM(cost_usd * usage_counted) FROM messages WHERE session_id = ?",
+            (session_id,))[0]
+        store.update("sessions", session_id, {
+            "counted_in_session_id": transcript, "input_tokens": agg[0], "output_tokens": agg[1],
+            "cache_read_tokens": agg[2], "cache_write_tokens": agg[3], "total_tokens": agg[4], "cost_usd": agg[5]})
+        by_kind.setdefault(kind, []).append(session_id)
+        changed += 1
+    for source in all_sources():
+        if source.kind in by_kind and type(source).usage_deferred is not Source.usage_deferred:
+            source.usage_deferred(store, by_kind[source.kind])
+    return changed
 
 
 class _Lookahead:

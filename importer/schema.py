@@ -97,6 +97,9 @@ TABLES: dict[str, list[tuple[str, str]]] = {
         ("provider_session_id", "str:128"),
         ("times_approximate", "bool"),
         ("project", "str:255"),  # the project (working directory) a coding agent's session was in
+        # The archived transcript the provider itself wrote of this conversation (an
+        # agent-server session's provider_session_id): its model calls count there, once.
+        ("counted_in_session_id", "str:64"),
         ("header_json", "json"),
     ],
     "messages": [

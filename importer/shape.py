@@ -24,8 +24,8 @@ class Table:
     leave_out: tuple[str, ...] = ()
     # A UTC column after which ``day`` (YYYY-MM-DD) and ``local_time`` go, in the export's zone.
     local_time_from: str | None = None
-    # Columns holding transcript text, in the order a row's values travel to the
-    # redaction worker (after id and session_id): credentials in them are redacted.
+    # Columns the redaction's detector reads for credentials, and where what it
+    # replaces is counted (every text column of every table is replaced).
     redact: tuple[str, ...] = ()
     # The snapshot-only ``secrets_redacted`` count goes before this column.
     count_before: str | None = None
@@ -38,7 +38,8 @@ TABLES: dict[str, Table] = {t.name: t for t in (
     Table(
         "sessions",
         local_time_from="last_message_at",
-        redact=("header_json", "cwd"),
+        redact=("header_json", "cwd", "label", "display_name", "spawned_by", "file_path", "model", "model_provider",
+                "parent_session", "session_key", "title", "project"),
         count_before="header_json",
         indexes=(("server",), ("agent_id",), ("session_type",), ("last_message_at",), ("day",), ("session_uuid",)),
     ),
@@ -49,10 +50,9 @@ TABLES: dict[str, Table] = {t.name: t for t in (
         # snapshot about a third smaller.
         leave_out=("raw_json", "raw_hash", "call_key"),
         local_time_from="timestamp",
-        # Where a credential is counted (the redactions table): content_blocks and
-        # error_message (text_preview only without content); thinking_text,
-        # tool_calls_json and the preview are cut from content_blocks.
-        redact=("content_blocks", "text_preview", "error_message", "thinking_text", "tool_calls_json"),
+        # thinking_text, tool_calls_json and the preview are cut from content_blocks:
+        # replaced there, counted once (text_preview only without content).
+        redact=("content_blocks", "text_preview", "error_message", "model", "provider", "tool_name"),
         count_before="text_preview",
         indexes=(("agent_id", "timestamp"), ("day",), ("server",), ("role",), ("first_tool_call",), ("model",),
                  ("provider",), ("has_thinking",), ("is_error",), ("session_id", "seq"), ("timestamp",),
@@ -61,21 +61,21 @@ TABLES: dict[str, Table] = {t.name: t for t in (
     Table(
         "tool_calls",
         local_time_from="timestamp",
-        # A tool call's text is its message's: counted there.
-        redact=("arguments", "command", "result_preview"),
+        # A tool call's text is its messages': replaced here, counted there.
         indexes=(("agent_id", "timestamp"), ("day",), ("server",), ("tool_name",), ("is_error",), ("session_id",),
                  ("timestamp",), ("message_id",), ("agent_id", "day")),
     ),
     Table(
         "entries",
         leave_out=("raw_hash",),
-        redact=("raw_json", "text_preview"),
+        redact=("raw_json", "custom_type"),
         indexes=(("session_id", "seq"), ("entry_type",), ("custom_type",), ("agent_id",), ("timestamp",)),
     ),
-    Table("entry_revisions", redact=("raw_json", "content_blocks"), indexes=(("replaced_at",),)),
-    Table("parsed_files", indexes=(("server", "agent_id"), ("status",), ("agent_id",), ("session_type",),
-                                   ("parsed_at",))),
-    Table("session_index", indexes=(("server",), ("agent_id",), ("channel",))),
+    Table("entry_revisions", redact=("raw_json", "content_blocks", "replaced_by_file"), indexes=(("replaced_at",),)),
+    Table("parsed_files", redact=("file_path", "error_message"),
+          indexes=(("server", "agent_id"), ("status",), ("agent_id",), ("session_type",), ("parsed_at",))),
+    Table("session_index", redact=("session_key", "label", "display_name", "spawned_by"),
+          indexes=(("server",), ("agent_id",), ("channel",))),
 )}
 
 COUNT_COLUMN = "secrets_redacted"

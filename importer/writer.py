@@ -122,6 +122,23 @@ MESSAGE_DEFAULTS = {
 _DEFAULT_KEYS = MESSAGE_DEFAULTS.keys()
 
 
+class _NextIds:
+    """The next free messages and tool_calls ids. The writers of a unit that holds several sessions
+    share one: each buffers rows the store does not have yet, so ids read from the store would
+    collide."""
+
+    __slots__ = ("message", "call")
+
+    def __init__(self, message: int, call: int):
+        self.message = message
+        self.call = call
+
+    def share(self, other: "_NextIds") -> "_NextIds":
+        other.message = max(other.message, self.message)
+        other.call = max(other.call, self.call)
+        return other
+
+
 class SessionWriter:
     """Accumulates one unit's entries for one session and writes them."""
 
@@ -130,7 +147,8 @@ class SessionWriter:
         self.unit = unit
         self.session_uuid = session_uuid
         row = store.session(unit.server, unit.agent_id, session_uuid)
-        next_session, self.next_message_id, self.next_call_id = store.next_ids("sessions", "messages", "tool_calls")
+        next_session, next_message, next_call = store.next_ids("sessions", "messages", "tool_calls")
+        self.ids = _NextIds(next_message, next_call)
         if row is None:
             self.session_id = next_session
             store.insert_rows(
@@ -214,8 +232,8 @@ class SessionWriter:
             row.update(common)
             row["source"] = unit.kind
             row["calls_elsewhere"] = 0
-            row["id"] = self.next_message_id
-            self.next_message_id += 1
+            row["id"] = self.ids.message
+            self.ids.message += 1
             row["created_at"] = self.created_at
             row["is_active_path"] = 1
             row["raw_hash"] = digest
@@ -241,18 +259,18 @@ class SessionWriter:
                         row["calls_elsewhere"] += 1
                         self.copied_calls = True
                         continue
-                    self.calls[call_id] = self.next_call_id
+                    self.calls[call_id] = self.ids.call
                 if "is_truncated" not in call:
                     call["is_truncated"] = 0
                 call.update(common)
                 call.update({
-                    "id": self.next_call_id, "message_id": row["id"], "message_uuid": entry.entry_id,
+                    "id": self.ids.call, "message_id": row["id"], "message_uuid": entry.entry_id,
                     "source": unit.kind,
                     "is_active_path": 1, "created_at": self.created_at,
                     "result_message_id": None, "result_preview": None, "is_error": 0,
                     "exit_code": None, "duration_ms": None,
                 })
-                self.next_call_id += 1
+                self.ids.call += 1
                 self.tool_calls.append(call)
                 if call["call_id"] is not None:
                     self.open_calls[call["call_id"]] = call
@@ -537,7 +555,10 @@ def import_unit(store: Store, unit: Unit, checkpoint: Checkpoint | None, report:
         if batch.entries:
             writer = writers.get(batch.session)
             if writer is None:
-                writer = writers[batch.session] = SessionWriter(store, unit, batch.session)
+                writer = SessionWriter(store, unit, batch.session)
+                if writers:
+                    writer.ids = writer.ids.share(next(iter(writers.values())).ids)
+                writers[batch.session] = writer
             for entry in batch.entries:
                 writer.add(entry)
     if not outcome.typed and (outcome.bad or outcome.saw_entries):

@@ -617,11 +617,11 @@ def test_the_dashboard_counts_the_runs_costs(snapshot, built):
     from datasette_agentbase import dashboard
 
     with closing(sqlite3.connect(snapshot)) as conn:
-        data = dashboard.load(conn, None, None)
+        cube = dashboard.load(conn)
         recorded, computed = conn.execute("SELECT SUM(CASE WHEN cost_source = 'recorded' THEN cost_usd END), "
                                           "SUM(CASE WHEN cost_source = 'computed' THEN cost_usd END) FROM messages "
                                           "WHERE role = 'run'").fetchone()
-    cost = sum(t["cost"] for t in dashboard.agent_totals(data))
+    cost = dashboard.figures(cube, days=None)["total"]["cost"]  # every day, every agent
     assert recorded == pytest.approx(built.totals.cost_usd, abs=1e-6)
     assert cost == pytest.approx(recorded + computed, abs=1e-6) and computed > 0
 

@@ -460,7 +460,7 @@ def test_dashboard(site):
     assert "<title>2026-04-06 · ops: 6</title>" in html and "<title>2026-04-06 · main: 4</title>" in html
     assert "<title>2026-04-05 · main: $0.0360</title>" in html
     assert "1,200 unpriced tokens" in html
-    assert f'href="/{site.db}/agent_day?agent=ops"' in html
+    assert f'href="/{site.db}/agent_day?agent=ops&amp;server=beta"' in html  # an agent is a (server, name)
     # offline: nothing loaded from another host
     assert not re.search(r'src="(?:https?:)?//', html) and not re.search(r'<link[^>]+href="(?:https?:)?//', html)
     beta = site.get("/-/agentbase?server=beta&days=7").text

@@ -1173,6 +1173,13 @@ class AgentServerSource(Source):
                 f"AND s.agent_id = [{table}].agent_id AND s.session_uuid = [{table}].session_uuid) "
                 f"WHERE {where} AND session_id IS NULL AND session_uuid IS NOT NULL", params)
 
+    def usage_deferred(self, store, session_ids: list[int]) -> None:
+        """Runs of sessions whose provider transcript is archived count there."""
+        for i in range(0, len(session_ids), 500):
+            batch = session_ids[i:i + 500]
+            store.execute(f"UPDATE {RUNS} SET usage_counted = 0 WHERE session_id IN ({', '.join('?' for _ in batch)})",
+                          batch)
+
     def extra_stats(self, store) -> dict:
         """Counted as stored: runs, events (every event is one message or one
         entry; the runs' usage messages are not events), interactions, audit

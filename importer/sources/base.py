@@ -390,6 +390,11 @@ class Source:
         ``sessions`` columns), in its own transaction. Kinds are called in
         ``order``."""
 
+    def usage_deferred(self, store, session_ids: list[int]) -> None:
+        """These sessions of this kind now count their usage in the provider's own
+        transcript (``sessions.counted_in_session_id``): a kind with tables of its
+        own that carry usage follows suit here."""
+
     def extra_stats(self, store) -> dict:
         """Figures this kind counts of its own, added to its ``stats`` ``by_source``
         entry (e.g. the tables it declares)."""

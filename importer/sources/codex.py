@@ -715,7 +715,8 @@ class RolloutParser:
         else:
             delta = total  # the first total, or a counter that started again
         self.extra["tot"] = total
-        model = self.extra.get("model") or _s(info.get("model"), 128)
+        # The model that served this call, when the event names it (newer Codex), else the turn's.
+        model = _s(info.get("model"), 128) or self.extra.get("model")
         key = P.short_hash(_dumps([self.state.session_id, total]).encode())
         usage = {
             "input_tokens": max(delta[0] - delta[1], 0), "cache_read_tokens": delta[1],
@@ -837,7 +838,9 @@ def _reserve(out: Discovery, server: str, path: str) -> None:
 class CodexSource(Source):
     kind = "codex"
     name = "codex"
-    order = 15  # before OpenClaw's "a folder of transcripts" (a Codex home holds history.jsonl)
+    # Before Claude Code's and OpenClaw's looser rules (a Codex home holds history.jsonl,
+    # which they would sniff): its files it never reads are kept away from them (_reserve).
+    order = 12
     records_costs = False
     shell_tools = SHELL_TOOLS
 

@@ -120,6 +120,10 @@ def _migration_one_row_per_tool_call(store: "Store") -> None:
                           (r[0], r[1], r[2], r[3], r[4], keep[0]))
 
 
+def _migration_provider_transcripts(store: "Store") -> None:
+    store.ensure_columns("sessions", ["counted_in_session_id"])
+
+
 def ensure_source_tables(store: "Store") -> None:
     """The tables source kinds declare (schema.source_tables): created when
     missing, given the columns they gained; a no-op when all are there."""
@@ -149,6 +153,7 @@ MIGRATIONS: list[tuple[str, Callable[["Store"], None]]] = [
     ("sources: change tokens, resume state, source column", _migration_sources),
     ("costs: cost_source, cache write lifetimes; context, time and usage flags", _migration_costs_and_flags),
     ("one tool_calls row per tool call", _migration_one_row_per_tool_call),
+    ("sessions counted in the provider's own transcript", _migration_provider_transcripts),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
