@@ -58,6 +58,9 @@ ROLE_LABEL = {"toolResult": "tool result", "tool": "tool result", "toolCall": "t
 SESSION_LINK_COLUMNS = "id, session_uuid, server, agent_id, title, label, display_name, source, " \
                        "first_message_at, message_count, parent_call_id, reason, parent_session_uuid, " \
                        "parent_session, spawned_by, session_key, session_type"
+# Stop reasons of a model call that ended as it should (OpenClaw's, Claude's, OpenAI's, the agent-server's
+# runs): not worth a word on the usage line; the others (length, max_tokens, error, aborted...) are shown.
+NORMAL_STOPS = {"stop", "toolUse", "tool_use", "end_turn", "tool_calls", "stop_sequence", "completed"}
 MAX_LISTED_CHILDREN = 30  # child sessions named in the header (the rest are counted)
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.I)
 
@@ -321,7 +324,7 @@ def _usage_line(m: dict) -> Markup:
         if not m.get("usage_counted"):
             parts.append('<span class="ab-dim" title="a re-appended copy of an earlier model call">'
                          'copy: not counted</span>')
-    if m.get("stop_reason") and m["stop_reason"] not in ("stop", "toolUse"):
+    if m.get("stop_reason") and m["stop_reason"] not in NORMAL_STOPS:
         parts.append(f'<span class="ab-dim">stop: {escape(m["stop_reason"])}</span>')
     if m.get("is_synthetic"):
         parts.append('<span class="ab-dim">synthetic (not from a model)</span>')

@@ -466,14 +466,38 @@ def key_values(args: dict, options: Options = CELL, lname: str = "") -> Markup:
             blocks.append(Markup('<div class="ab-arg-block"><span class="ab-arg-key">{}</span>{}</div>').format(
                 key, body))
         else:
+            body = checklist(value) or pretty_json(value, options)
             blocks.append(Markup('<div class="ab-arg-block"><span class="ab-arg-key">{}</span>{}</div>').format(
-                key, pretty_json(value, options)))
+                key, body))
     head = Markup("")
     if inline:
         head = Markup('<div class="ab-args">{}</div>').format(Markup("").join(
             Markup('<span class="ab-arg"><span class="ab-arg-key">{}</span> <code>{}</code></span>').format(k, v)
             for k, v in inline))
     return head + Markup("").join(blocks)
+
+
+TODO_TEXT_KEYS = ("content", "step", "text", "title", "task")
+TODO_MARKS = {"completed": "✓", "done": "✓", "in_progress": "▸", "active": "▸", "pending": "○", "todo": "○",
+              "cancelled": "✗", "canceled": "✗"}
+
+
+def checklist(value) -> Markup | None:
+    """A plan or todo list (Claude's TodoWrite ``todos``, Codex's update_plan ``plan``: items with a
+    text and a status) as a checklist; None for anything else."""
+    if not isinstance(value, list) or not value or len(value) > 500:
+        return None
+    items = []
+    for item in value:
+        if not isinstance(item, dict) or not isinstance(item.get("status"), str):
+            return None
+        label = _first_str(item, TODO_TEXT_KEYS)
+        if label is None:
+            return None
+        status = item["status"]
+        items.append(Markup('<li class="ab-todo-{}"><span class="ab-todo-mark" title="{}">{}</span> {}</li>').format(
+            re.sub(r"[^a-z_]", "", status.lower())[:20], status, TODO_MARKS.get(status.lower(), "•"), label))
+    return Markup('<ul class="ab-todo">{}</ul>').format(Markup("").join(items))
 
 
 def tool_call(block: dict, options: Options = CELL, extra: Markup | str = "") -> Markup:

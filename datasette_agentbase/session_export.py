@@ -212,7 +212,7 @@ def _usage(m: dict) -> str:
         bits.append(conversation.money(m.get("cost_usd"), tokens or m.get("input_tokens") or m.get("output_tokens")))
         if not m.get("usage_counted"):
             bits.append("copy: not counted")
-    if m.get("stop_reason") and m["stop_reason"] not in ("stop", "toolUse"):
+    if m.get("stop_reason") and m["stop_reason"] not in conversation.NORMAL_STOPS:
         bits.append(f"stop: {m['stop_reason']}")
     return " · ".join(b for b in bits if b)
 

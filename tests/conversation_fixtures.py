@@ -10,10 +10,11 @@ view and its exports (tests/test_explorer.py, tests/test_explorer_browser.py):
 - pi: one session in pi's own layout;
 - mini-OpenClaw: the canonical object and the LangChain list (role ``tool``);
 - Codex: a session with context, reasoning, shell calls and an apply_patch, and a sub-agent of it
-  (``parent_session_uuid``), given the spawning call's id as the claude-code kind records it
-  (``parent_call_id``: written into the snapshot here, no kind in this tree fills it yet); the two
-  mini-OpenClaw sessions are made a reset chain the same way (``previous_session_id``,
-  ``next_session_id``, ``reason``, as OpenClaw's SQLite store records them);
+  (``parent_session_uuid``); the two mini-OpenClaw sessions are made a reset chain in the snapshot
+  (``previous_session_id``, ``next_session_id``, ``reason``, as OpenClaw's SQLite store records
+  them);
+- Claude Code: a session with injected context, thinking, Edit, Write, a failing Bash and a Task
+  whose sub-agent has a transcript of its own (``parent_session_uuid`` and ``parent_call_id``);
 - the agent-server: tests/agent_server_fixture.py's database (Claude's Bash/Edit/Read calls,
   Codex's fileChange, ``reasoning``, ``toolCall`` and ``run`` rows).
 
@@ -27,6 +28,7 @@ import sqlite3
 from pathlib import Path
 
 import agent_server_fixture as AF
+import claude_code_fixtures as KF
 import codex_fixtures as CF
 import mini_openclaw_fixtures as MF
 from transcripts import Chain, do_import, exec_call, header, sessions_dir, write
@@ -170,6 +172,47 @@ def codex_pair():
     return parent, child, spawn
 
 
+CLAUDE_SID = "c1a0de00-0000-4000-8000-0000000000cc"
+
+
+def claude_tree(root: Path) -> Path:
+    """A Claude config dir: a session that edits, writes, runs a failing command and starts a sub-agent."""
+    folder = KF.config_dir(root / ".claude") / "projects" / "-home-dev-app"
+    c = KF.Conv(CLAUDE_SID, tag=21, cwd="/home/dev/app")
+    c.user("<command-name>/init</command-name>", isMeta=True)
+    c.user("Make `greet()` say **hello**, then have a sub-agent review it")
+    c.assistant([KF.thinking("Edit the function, then *delegate* the review."),
+                 KF.tool("toolu_ed1", "Edit", file_path="/home/dev/app/greet.py", old_string="    return 'hi'\n",
+                         new_string="    return 'hello'\n")], mid="msg_c1", rid="req_c1", stop="tool_use")
+    c.result("toolu_ed1", "The file /home/dev/app/greet.py has been updated.")
+    c.assistant([KF.tool("toolu_wr1", "Write", file_path="/home/dev/app/CHANGES.md",
+                         content="# Changes\n\n- greet() says hello\n")], mid="msg_c2", rid="req_c2", stop="tool_use")
+    c.result("toolu_wr1", "File created successfully at: /home/dev/app/CHANGES.md")
+    c.assistant([KF.tool("toolu_td1", "TodoWrite", todos=[
+        {"content": "Edit greet()", "status": "completed", "activeForm": "Editing greet()"},
+        {"content": "Run the <b>tests</b>", "status": "in_progress", "activeForm": "Running the tests"},
+        {"content": "Get a review", "status": "pending", "activeForm": "Getting a review"}])],
+        mid="msg_c2b", rid="req_c2b", stop="tool_use")
+    c.result("toolu_td1", "Todos have been modified successfully.")
+    c.assistant([KF.tool("toolu_bs1", "Bash", command="pytest -q", description="Run the tests")], mid="msg_c3",
+                rid="req_c3", stop="tool_use")
+    c.result("toolu_bs1", "Exit code 1\n1 failed", is_error=True)
+    c.assistant([KF.tool("toolu_task1", "Task", description="Review the change", subagent_type="general-purpose",
+                         prompt="Review **greet.py**:\n\n- is the greeting right?\n- are the tests?")],
+                mid="msg_c4", rid="req_c4", stop="tool_use")
+    c.result("toolu_task1", "Looks right; one test needs the new greeting.",
+             tur={"agentId": "a77e51", "status": "completed"})
+    c.assistant([KF.text("Done: `greet()` says hello; the reviewer wants one test updated.")], mid="msg_c5",
+                rid="req_c5", stop="end_turn")
+    KF.write(folder / f"{CLAUDE_SID}.jsonl", c.lines)
+    sub = KF.Conv(CLAUDE_SID, tag=22, agent="a77e51", cwd="/home/dev/app", second=30)
+    sub.user("Review **greet.py**:\n\n- is the greeting right?\n- are the tests?")
+    sub.assistant([KF.text("Looks right; one test needs the new greeting.")], mid="msg_s1", rid="req_s1",
+                  stop="end_turn")
+    KF.write(folder / CLAUDE_SID / "subagents" / "agent-a77e51.jsonl", sub.lines)
+    return root / ".claude"
+
+
 def build_kinds_snapshot(tmp: Path, name: str = "snapshot.db") -> tuple[Path, dict]:
     """Import one tree of each kind, export (Asia/Shanghai); returns the snapshot and the ids of
     the sessions the tests look at (``sessions.id`` by name)."""
@@ -195,13 +238,14 @@ def build_kinds_snapshot(tmp: Path, name: str = "snapshot.db") -> tuple[Path, di
     MF.canonical(mini)
     MF.langchain(mini)
     reports.append(do_import(archive, mini, server="mini"))
-    parent, child, spawn = codex_pair()
+    parent, child, _spawn = codex_pair()
     codex = tmp / "codex" / ".codex"
     parent.write_in(codex / "sessions")
     child.write_in(codex / "sessions")
     reports.append(do_import(archive, codex, server="laptop"))
     AF.build_agent_db(tmp / "agent-server", seed=0)
     reports.append(do_import(archive, tmp / "agent-server", server="as"))
+    reports.append(do_import(archive, claude_tree(tmp / "claude"), server="laptop"))
     for report in reports:
         assert report.files_failed == 0, report.failures
     store = open_store(f"sqlite:///{archive}")
@@ -221,9 +265,8 @@ def build_kinds_snapshot(tmp: Path, name: str = "snapshot.db") -> tuple[Path, di
                "langchain": sid("source = 'mini-openclaw' AND session_uuid = 'session_1775000000123'"),
                "codex": sid("session_uuid = ?", parent.sid), "codex_child": sid("session_uuid = ?", child.sid),
                "agent_server": sid("source = 'agent-server' AND title = 'Refactor config loader'"),
-               "agent_server_codex": sid("id IN (SELECT session_id FROM tool_calls WHERE tool_name = 'fileChange')")}
-        # what the claude-code kind records of a sub-agent: the call that spawned it
-        conn.execute("UPDATE sessions SET parent_call_id = ? WHERE id = ?", (spawn, ids["codex_child"]))
+               "agent_server_codex": sid("id IN (SELECT session_id FROM tool_calls WHERE tool_name = 'fileChange')"),
+               "claude": sid("session_uuid = ?", CLAUDE_SID), "claude_sub": sid("session_uuid = ?", CLAUDE_SID + ":a77e51")}
         # what OpenClaw's SQLite store records of a reset: the chain of sessions and the reason
         conn.execute("UPDATE sessions SET next_session_id = 'session_1775000000123' WHERE id = ?", (ids["mini"],))
         conn.execute("UPDATE sessions SET previous_session_id = 'session-0a1b2c3d4e5f', reason = 'reset' "

@@ -713,6 +713,18 @@ def test_file_writes_edits_and_patches(kinds):
     assert '<span class="ab-badge ab-badge-file">edit</span>' in html and "ab-diff-del" in html
     html = site.get(f"/-/agentbase/session/{ids['codex']}").text
     assert '<span class="ab-diff-file">*** Update File: src/greet.py</span>' in html
+    # Claude Code's Edit, Write, Bash (with its description) and Task (its prompt as Markdown)
+    html = site.get(f"/-/agentbase/session/{ids['claude']}").text
+    assert ('<code class="ab-path">/home/dev/app/greet.py</code> <span class="ab-dim">+1 −1</span>' in html
+            and "<span class=\"ab-diff-add\">+    return &#39;hello&#39;</span>" in html)
+    assert '<code class="ab-path">/home/dev/app/CHANGES.md</code> <span class="ab-dim">3 lines</span>' in html
+    assert ('<div class="ab-call-note">Run the tests</div><pre class="ab-command"><code>pytest -q</code></pre>'
+            in html)
+    assert ('<span class="ab-arg-key">prompt</span><div class="ab-md"><p>Review <strong>greet.py</strong>:</p>'
+            in html)
+    assert ('<ul class="ab-todo"><li class="ab-todo-completed"><span class="ab-todo-mark" title="completed">✓</span> '
+            'Edit greet()</li><li class="ab-todo-in_progress"><span class="ab-todo-mark" title="in_progress">▸</span> '
+            'Run the &lt;b&gt;tests&lt;/b&gt;</li>') in html
 
 
 def test_errors_pretty_and_repeats_collapsed(kinds):
@@ -751,15 +763,20 @@ def test_related_sessions(kinds):
     sub = site.get(f"/-/agentbase/session/{ids['subagent']}").text
     assert f'Sub-agent of\n    <a href="/-/agentbase/session/{ids["reading"]}">greeting fix</a>' in sub
     assert '>sub-agent</span>' in sub
-    # a sub-agent whose spawning call is known: the child links to the call, the call to the child
-    child = site.get(f"/-/agentbase/session/{ids['codex_child']}").text
-    call = re.search(rf'\(<a href="/-/agentbase/session/{ids["codex"]}#m(\d+)">the call that started it</a>\)', child)
-    assert call, child[:3000]
-    parent = site.get(f"/-/agentbase/session/{ids['codex']}").text
+    # a Claude Code sub-agent, whose spawning call is known: the child links to the call, the call to the child
+    child = site.get(f"/-/agentbase/session/{ids['claude_sub']}").text
+    call = re.search(rf'\(<a href="/-/agentbase/session/{ids["claude"]}#m(\d+)">the call that started it</a>\)', child)
+    assert call and '>sub-agent</span>' in child
+    parent = site.get(f"/-/agentbase/session/{ids['claude']}").text
     turn = parent.split(f'id="m{call.group(1)}"')[1].split("</section>")[0]
-    assert "spawn_agent" in turn and (f'<div class="ab-subagent-link">↳ sub-agent session: <a href="/-/agentbase/'
-                                      f'session/{ids["codex_child"]}">') in turn
+    assert "toolu_task1" in turn and (f'<div class="ab-subagent-link">↳ sub-agent session: <a href="/-/agentbase/'
+                                      f'session/{ids["claude_sub"]}">') in turn
     assert "1 session started from this one" in parent
+    # a Codex sub-agent (no spawning call recorded): linked both ways from the headers
+    child = site.get(f"/-/agentbase/session/{ids['codex_child']}").text
+    assert f'Sub-agent of\n    <a href="/-/agentbase/session/{ids["codex"]}">' in child
+    assert "the call that started it" not in child
+    assert f'<a href="/-/agentbase/session/{ids["codex_child"]}">' in site.get(f"/-/agentbase/session/{ids['codex']}").text
     # a reset chain: each links the other, with the reason
     before = site.get(f"/-/agentbase/session/{ids['mini']}").text
     after = site.get(f"/-/agentbase/session/{ids['langchain']}").text
@@ -785,6 +802,9 @@ def test_every_kind_reads_sensibly(kinds, site):
     calls = re.findall(r'<section class="ab-turn ab-turn-call"[^>]*>.*?</section>', codex, re.S)
     assert calls and all("ab-result" in c for c in calls)
     assert "<span class=\"ab-role\">tool result</span>" not in codex  # every result under its call
+    # Claude Code: its isMeta line folded as context
+    claude = kinds_site.get(f"/-/agentbase/session/{ids['claude']}").text
+    assert claude.count('<section class="ab-turn ab-turn-context"') == 1
     # the agent-server: run rows as one usage line
     agent_server = kinds_site.get(f"/-/agentbase/session/{ids['agent_server']}").text
     runs = re.findall(r'<div class="ab-turn-usage[^"]*" id="m\d+">(.*?)</div>', agent_server, re.S)
@@ -1035,7 +1055,8 @@ def test_highlight_and_call_shapes():
 
 def test_real_samples_render_quietly(tmp_path):
     """Every session of the real samples beside the repository (OpenClaw and pi backups, Codex
-    rollouts, mini-OpenClaw sessions: other people's data, read where they are, never printed):
+    rollouts, mini-OpenClaw sessions, Claude Code projects: other people's data, read where they are,
+    never printed):
     the view and the three exports answer, and no transcript text becomes markup."""
     import os
 
@@ -1047,7 +1068,8 @@ def test_real_samples_render_quietly(tmp_path):
     shared = REPO.parent / "shared"
     trees = [(shared / "samples", None)]
     trees += [(shared / "other-samples" / "codex" / rel, name) for name, rel in CODEX_PATHS.items()]
-    trees += [(p, p.name) for p in sorted((shared / "other-samples" / "mini-openclaw").glob("*")) if p.is_dir()]
+    for kind in ("mini-openclaw", "claude-code"):
+        trees += [(p, p.name) for p in sorted((shared / "other-samples" / kind).glob("*")) if p.is_dir()]
     missing = [str(path) for path, _ in trees if not path.exists()]
     if missing:
         if os.environ.get("CI", "").strip().lower() == "true":
@@ -1067,7 +1089,7 @@ def test_real_samples_render_quietly(tmp_path):
     conn = sqlite3.connect(tmp_path / "snapshot.db")
     sessions = conn.execute("SELECT id, source FROM sessions ORDER BY id").fetchall()
     conn.close()
-    assert {source for _, source in sessions} >= {"openclaw", "codex", "mini-openclaw"}
+    assert {source for _, source in sessions} >= {"openclaw", "codex", "mini-openclaw", "claude-code"}
     for sid, source in sessions:
         for suffix in ("", ".json", ".md", ".html"):
             r = site.get(f"/-/agentbase/session/{sid}{suffix}")

@@ -375,7 +375,8 @@ def test_readable_without_javascript(served_kinds, browser):
         driver.execute_cdp_cmd("Emulation.setScriptExecutionDisabled", {"value": False})
 
 
-@pytest.mark.parametrize("kind", ["codex", "agent_server", "agent_server_codex", "langchain", "codex_child", "fork"])
+@pytest.mark.parametrize("kind", ["claude", "claude_sub", "codex", "agent_server", "agent_server_codex", "langchain",
+                                  "codex_child", "fork"])
 def test_every_kind_in_chromium(served_kinds, browser, kind):
     from selenium.webdriver.common.by import By
 
