@@ -46,6 +46,10 @@ setup(
         "detect-secrets>=1.5",  # credentials redacted in the snapshot (importer/redact.py)
         "google-re2>=1.1",  # its one-pass prefilter keeps that cheap
         "watchdog>=4.0",  # agentbase watch: local sources followed as files change (inotify, FSEvents)
+        # The conversation view: Markdown in messages (CommonMark, raw HTML off, links checked in
+        # datasette_agentbase/richtext.py) and code coloured by language (its HTML escapes every token)
+        "markdown-it-py>=3.0",
+        "Pygments>=2.15",
     ],
     extras_require={
         "test": ["pytest>=7", "hypothesis>=6", "selenium>=4.20", "wheel>=0.40"],  # wheel: tests/test_install.py builds one

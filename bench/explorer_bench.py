@@ -10,6 +10,8 @@ snapshot with a real `agentbase serve` on a free loopback port and prints the me
   - a search (target < 200 ms);
   - the messages table page with its facets (target < 500 ms);
   - the conversation view of the 2,000-message session (target < 1 s);
+  - the session export of that session: its .json (every message with its blocks; target < 1 s), and
+    its .md and standalone .html (info);
   - the dashboard: its cube (one pass over the messages, made at start-up in a thread: the time
     until the first visit is answered), then each preset (today, 7, 30, 90 days, a year, all) and a
     server, a source and an agent filter: the first visit (summed from the cube) and the median
@@ -223,8 +225,16 @@ def main() -> None:
             checks.append((f"search JSON q={q}", f"/{db}/search.json?_shape=array&q={quote(q)}", 200))
             checks.append(("messages table page with facets", f"/{db}/messages", 500))
             checks.append((f"conversation view ({long_count:,} messages)", f"/-/agentbase/session/{long_id}", 1000))
+            checks.append((f"session export .json ({long_count:,} messages)", f"/-/agentbase/session/{long_id}.json",
+                           1000))
+            checks.append((f"session export .md ({long_count:,} messages)", f"/-/agentbase/session/{long_id}.md", None))
+            checks.append((f"session export .html ({long_count:,} messages)", f"/-/agentbase/session/{long_id}.html",
+                           None))
             for label, path, target in checks:
                 ms, status, size = measure(client, path, args.repeat)
+                if target is None:
+                    rows.append((label, f"{ms:.1f} ms ({size / 1024:.0f} KB, HTTP {status})", "info", ""))
+                    continue
                 verdict = "PASS" if status == 200 and ms < target else "FAIL"
                 rows.append((label, f"{ms:.1f} ms ({size / 1024:.0f} KB, HTTP {status})", f"< {target} ms", verdict))
             rows.append(("dashboard cube: one pass over the messages (in this process)", f"{cube_s * 1000:.0f} ms",

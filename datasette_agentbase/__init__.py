@@ -16,9 +16,11 @@ in Datasette 1.0, with the same arguments):
   happens to look like a datasette-json-html value stays text; the link
   columns of the canned queries (conversation, session, message, tool_call)
   are left to datasette-json-html.
-- ``register_routes``: the conversation view ``/-/agentbase/session/<id>``,
+- ``register_routes``: the conversation view ``/-/agentbase/session/<id>``
+  and its exports ``<id>.json``, ``<id>.md``, ``<id>.html`` (session_export.py),
   the dashboard ``/-/agentbase``, the login page ``/-/agentbase/login``, the
-  stylesheet and, with a password, ``/-/logout`` (see access.py).
+  stylesheet, the view's script and, with a password, ``/-/logout`` (see
+  access.py).
 - ``permission_allowed`` and ``forbidden``: with a password configured,
   everything is behind the login (see access.py).
 - ``prepare_jinja2_environment``: ``agentbase_next_href(rows, columns)`` for
@@ -36,6 +38,7 @@ import json
 import os
 import sqlite3
 import threading
+from datetime import datetime
 from pathlib import Path
 from urllib.parse import urlencode
 
@@ -46,11 +49,12 @@ from markupsafe import Markup
 from importer import shape
 from importer.search import fts_query
 
-from . import access, conversation, dashboard, render
+from . import access, conversation, dashboard, render, session_export
 from .snippets import snippet
 
 HERE = Path(__file__).resolve().parent
 CSS_PATH = HERE / "static" / "agentbase.css"
+JS_PATH = HERE / "static" / "agentbase.js"
 SNAPSHOT_MARKER = shape.MARKER
 LINK_COLUMNS = {"conversation", "session", "message", "tool_call", "messages", "next"}
 BLOCK_COLUMNS = shape.BLOCK_COLUMNS
@@ -241,49 +245,116 @@ async def _check(datasette, request, database: str) -> None:
             raise Forbidden("You do not have permission to view this")
 
 
-async def session_view(datasette, request):
+def _session_id(request) -> int:
     session_id = int(request.url_vars["id"])
     if session_id >= 2**63:  # no such row can exist (SQLite's integers are 64-bit): not a server error
         raise NotFound(f"Session {session_id} not found")
+    return session_id
+
+
+def _session_links(datasette, db, request, session_id: int) -> dict:
+    """The hrefs a session's pages use, all respecting base_url and ?db=."""
+    suffix = "?" + urlencode({"db": db.name}) if request.args.get("db") else ""
+    base = str(datasette.urls.path(f"-/agentbase/session/{session_id}"))
+    everything = "&all=1" if suffix else "?all=1"
+    keep_all = everything if request.args.get("all") in ("1", "true", "yes") else ""
+    return {
+        "self": base + suffix,
+        "exports": {"json": f"{base}.json{suffix}", "md": f"{base}.md{suffix}{keep_all}",
+                    "html": f"{base}.html{suffix}{keep_all}"},
+        "row": lambda table, row_id: row_path(datasette, db.name, table, row_id),
+        "session": lambda other, message_id=None: session_path(datasette, db.name, other, message_id),
+    }
+
+
+def _everything(request) -> bool:
+    return request.args.get("all") in ("1", "true", "yes")
+
+
+async def _load_session(datasette, request):
+    """The snapshot, the session id and conversation.load's data, after the same permission checks
+    as every other page (with a password: the login)."""
+    session_id = _session_id(request)
     db = await _snapshot_db(datasette, request)
     await _check(datasette, request, db.name)
-    everything = request.args.get("all") in ("1", "true", "yes")
+    everything = _everything(request)
     data = await db.execute_fn(lambda conn: conversation.load(conn, session_id, everything))
     if data is None:
         raise NotFound(f"Session {session_id} not found")
+    return db, session_id, data
 
-    def row_href(table, row_id):
-        return row_path(datasette, db.name, table, row_id)
 
-    self_href = str(datasette.urls.path(f"-/agentbase/session/{session_id}"))
-    if request.args.get("db"):
-        self_href += "?" + urlencode({"db": db.name})
-    view = conversation.build(data, everything, row_href, self_href)
+def _session_context(datasette, db, data, view: dict, links: dict, everything: bool) -> dict:
     s = data["session"]
-    context = {
+    return {
         "database": db.name,
         "session": s,
-        "title": s.get("label") or s.get("display_name") or s.get("session_uuid"),
+        "title": conversation.session_label(s),
         "turns": view["turns"],
+        "relatives": view["relatives"],
         "timezone": data["timezone"], "first": data["first"], "last": data["last"],
         "totals": view["totals"],
         "everything": everything,
-        "self_href": self_href,
-        "session_row_href": row_href("sessions", session_id),
-        "dashboard_href": str(datasette.urls.path("-/agentbase")),
-        "previous_href": None,
-        "next_href": None,
     }
-    links = await db.execute(
-        "SELECT id, session_uuid FROM sessions WHERE session_uuid IN (?, ?) AND server IS ? AND agent_id IS ?",
-        (s.get("previous_session_id") or "", s.get("next_session_id") or "", s.get("server"), s.get("agent_id")))
-    for r in links.rows:
-        if r["session_uuid"] == s.get("previous_session_id"):
-            context["previous_href"] = session_path(datasette, db.name, r["id"])
-        if r["session_uuid"] == s.get("next_session_id"):
-            context["next_href"] = session_path(datasette, db.name, r["id"])
+
+
+async def session_view(datasette, request):
+    db, session_id, data = await _load_session(datasette, request)
+    everything = _everything(request)
+    links = _session_links(datasette, db, request, session_id)
+    view = conversation.build(data, everything, links["row"], links["self"], session_href=links["session"])
+    context = _session_context(datasette, db, data, view, links, everything)
+    context.update({
+        "self_href": links["self"],
+        "exports": links["exports"],
+        "session_row_href": links["row"]("sessions", session_id),
+        "dashboard_href": str(datasette.urls.path("-/agentbase")),
+        "js_href": str(datasette.urls.path("-/agentbase/agentbase.js")),
+    })
     html = await datasette.render_template("agentbase_session.html", context, request=request)
     return Response.html(html)
+
+
+def _download(body, content_type: str, name: str, attachment: bool = True) -> Response:
+    headers = {"X-Content-Type-Options": "nosniff", "Cache-Control": "private, max-age=60"}
+    if attachment:
+        headers["Content-Disposition"] = f'attachment; filename="{name}"'
+    return Response(body, content_type=content_type, headers=headers)
+
+
+async def session_export_view(datasette, request):
+    """``/-/agentbase/session/<id>.json|.md|.html``: the session as a file (session_export.py), behind
+    the same checks as the view."""
+    fmt = request.url_vars["format"]
+    if fmt == "json":
+        session_id = _session_id(request)
+        db = await _snapshot_db(datasette, request)
+        await _check(datasette, request, db.name)
+        doc = await db.execute_fn(lambda conn: session_export.load_json(conn, session_id, db.name))
+        if doc is None:
+            raise NotFound(f"Session {session_id} not found")
+        return _download(session_export.dump_json(doc), "application/json; charset=utf-8",
+                         session_export.file_name(doc["session"], "json"),
+                         attachment=request.args.get("download") in ("1", "true", "yes"))
+    db, session_id, data = await _load_session(datasette, request)
+    everything = _everything(request)
+    name = session_export.file_name(data["session"], fmt)
+    if fmt == "md":
+        text = session_export.markdown(data, everything, db.name)
+        return _download(text, "text/markdown; charset=utf-8", name)
+    links = _session_links(datasette, db, request, session_id)
+    view = conversation.build(data, everything, links["row"], links["self"], session_href=links["session"],
+                              standalone=True)
+    context = _session_context(datasette, db, data, view, links, everything)
+    css, js = _static("css"), _static("js")
+    context.update({
+        "self_href": None, "exports": None,
+        "css": Markup(css), "js": Markup(js),
+        "style_hash": session_export.csp_hash(css), "script_hash": session_export.csp_hash(js),
+        "exported_at": datetime.now().astimezone().strftime("%Y-%m-%d %H:%M:%S %z"),
+    })
+    html = await datasette.render_template("agentbase_session_export.html", context, request=request)
+    return _download(html, "text/html; charset=utf-8", name)
 
 
 _DASHBOARD_PAGES = 64  # pages (figures and charts) kept; each some hundred KB at most
@@ -439,23 +510,34 @@ async def dashboard_view(datasette, request):
     return Response.html(html)
 
 
-_css_cache: dict[str, str] = {}
+_static_cache: dict[str, str] = {}
+
+
+def _static(kind: str) -> str:
+    if kind not in _static_cache:
+        _static_cache[kind] = (CSS_PATH if kind == "css" else JS_PATH).read_text(encoding="utf-8")
+    return _static_cache[kind]
 
 
 async def css_view(datasette, request):
-    if "css" not in _css_cache:
-        _css_cache["css"] = CSS_PATH.read_text(encoding="utf-8")
-    return Response(_css_cache["css"], content_type="text/css; charset=utf-8",
+    return Response(_static("css"), content_type="text/css; charset=utf-8",
                     headers={"Cache-Control": "max-age=3600"})
+
+
+async def js_view(datasette, request):
+    return Response(_static("js"), content_type="text/javascript; charset=utf-8",
+                    headers={"Cache-Control": "max-age=3600", "X-Content-Type-Options": "nosniff"})
 
 
 @hookimpl
 def register_routes(datasette):
     routes = [
         (r"^/-/agentbase/session/(?P<id>\d+)$", session_view),
+        (r"^/-/agentbase/session/(?P<id>\d+)\.(?P<format>json|md|html)$", session_export_view),
         (r"^/-/agentbase/?$", dashboard_view),
         (r"^/-/agentbase/login$", access.login_view),
         (r"^/-/agentbase/agentbase\.css$", css_view),
+        (r"^/-/agentbase/agentbase\.js$", js_view),
     ]
     if access.configured(datasette):
         # plugin routes come before Datasette's own: its /-/logout only clears the cookie, this one also

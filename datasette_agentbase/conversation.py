@@ -6,30 +6,63 @@ user / assistant / tool turns styled apart, each tool call followed by its
 result, compactions, model changes and branch points marked, model, tokens and
 cost per model call, and the session's totals (each model call once).
 ``?all=1`` adds the entries of abandoned branches, marked as such.
+
+Every source kind's rows read sensibly: ``reasoning`` rows as thinking,
+``toolCall`` rows as calls with their result under them, ``run`` and ``usage``
+rows (a model call's usage with no content) as one usage line, injected
+context (``is_context``, ``developer`` and ``system`` rows) folded, a copy of a
+message (its tool calls attached to another copy, or its usage counted there)
+marked as a copy, and identical errors in a row (a retry loop) shown once with
+their count. The session's relatives (parent and sub-agent sessions, forks,
+the sessions before and after a reset or rollover) are linked where the
+archive knows them (:func:`related`).
+
+The same turns make the standalone HTML export (``build(..., standalone=True)``:
+no links out of the file, nothing cut); session_export.py writes the JSON and
+Markdown ones.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 
-from markupsafe import Markup
+from markupsafe import Markup, escape
 
-from . import render
+from . import render, richtext
 
 MESSAGE_COLUMNS = (
-    "id, message_uuid, parent_message_uuid, role, first_tool_call, has_thinking, is_error, provider, model, "
-    "stop_reason, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, total_tokens, cost_usd, "
-    "cost_source, "
-    "timestamp, local_time, is_active_path, is_synthetic, usage_counted, tool_call_id, tool_name, seq, "
-    "text_preview, error_message, content_blocks"
+    "id", "message_uuid", "parent_message_uuid", "role", "first_tool_call", "has_thinking", "is_error", "provider",
+    "model", "stop_reason", "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens",
+    "total_tokens", "cost_usd", "cost_source", "timestamp", "local_time", "is_active_path", "is_synthetic",
+    "usage_counted", "tool_call_id", "tool_name", "seq", "exit_code", "duration_ms", "is_context",
+    "calls_elsewhere", "text_preview", "error_message", "content_blocks",
 )
 ENTRY_COLUMNS = "id, entry_uuid, parent_uuid, entry_type, custom_type, timestamp, seq, is_active_path, " \
                 "text_preview, raw_json"
 # Entry types worth a line in the conversation (the rest: ?all=1).
 MARKED_ENTRIES = {"compaction", "branch_summary", "model_change", "thinking_level_change", "reset",
                   "custom_message", "label", "session_info"}
-VIEW = render.Options(limit=50_000, fold_lines=15, fold_chars=1500)
+VIEW = render.Options(limit=50_000, fold_lines=15, fold_chars=1500, markdown=True)
+STANDALONE = render.Options(limit=None, fold_lines=15, fold_chars=1500, markdown=True, links=False)
+# Characters of code a page colours (about 0.1 s of Pygments); the rest is monospaced only.
+HIGHLIGHT_PAGE_CHARS = 40_000
+HIGHLIGHT_EXPORT_CHARS = 1_000_000
+RESULT_ROLES = ("toolResult", "tool")  # a tool's output: OpenClaw's and most kinds', LangChain's
+USAGE_ROLES = ("run", "usage")  # a model call's (or an agent-server run's) usage, no content
+CONTEXT_ROLES = ("developer", "system", "context")
+ROLE_CSS = {"user": "user", "assistant": "assistant", "toolResult": "tool", "tool": "tool",
+            "reasoning": "reasoning", "toolCall": "call"}
+ROLE_LABEL = {"toolResult": "tool result", "tool": "tool result", "toolCall": "tool call"}
+SESSION_LINK_COLUMNS = "id, session_uuid, server, agent_id, title, label, display_name, source, " \
+                       "first_message_at, message_count, parent_call_id, reason, parent_session_uuid, " \
+                       "parent_session, spawned_by, session_key, session_type"
+# Stop reasons of a model call that ended as it should (OpenClaw's, Claude's, OpenAI's, the agent-server's
+# runs): not worth a word on the usage line; the others (length, max_tokens, error, aborted...) are shown.
+NORMAL_STOPS = {"stop", "toolUse", "tool_use", "end_turn", "tool_calls", "stop_sequence", "completed"}
+MAX_LISTED_CHILDREN = 30  # child sessions named in the header (the rest are counted)
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.I)
 
 
 def _rows(conn: sqlite3.Connection, sql: str, params=()) -> list[dict]:
@@ -45,6 +78,17 @@ def money(cost, tokens) -> str:
     return "unpriced" if tokens else ""
 
 
+def _columns(conn: sqlite3.Connection, table: str) -> set[str]:
+    return {r[1] for r in conn.execute(f"PRAGMA table_info({table})")}
+
+
+def _message_columns(conn: sqlite3.Connection) -> str:
+    """The view's columns that this snapshot has (one made by an older export lacks the newest:
+    they read as NULL)."""
+    have = _columns(conn, "messages")
+    return ", ".join(c if c in have else f"NULL AS {c}" for c in MESSAGE_COLUMNS)
+
+
 def load(conn: sqlite3.Connection, session_id: int, everything: bool = False) -> dict | None:
     """Everything the view shows, read in one go (runs in Datasette's SQL thread)."""
     found = _rows(conn, "SELECT * FROM sessions WHERE id = ?", (session_id,))
@@ -52,8 +96,8 @@ def load(conn: sqlite3.Connection, session_id: int, everything: bool = False) ->
         return None
     session = found[0]
     where = "" if everything else " AND is_active_path = 1"
-    messages = _rows(conn, f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = ?{where} ORDER BY seq, id",
-                     (session_id,))
+    messages = _rows(conn, f"SELECT {_message_columns(conn)} FROM messages WHERE session_id = ?{where} "
+                           "ORDER BY seq, id", (session_id,))
     entries = _rows(conn, f"SELECT {ENTRY_COLUMNS} FROM entries WHERE session_id = ?{where} ORDER BY seq, id",
                     (session_id,))
     calls = {r["call_id"]: r for r in _rows(
@@ -76,8 +120,120 @@ def load(conn: sqlite3.Connection, session_id: int, everything: bool = False) ->
     times = [m["local_time"] for m in messages if m["local_time"]]
     return {"session": session, "messages": messages, "entries": entries, "calls": calls,
             "off_path": off_path, "usage": usage, "timezone": zone[0] if zone else "UTC",
-            "first": min(times)[:19] if times else "", "last": max(times)[:19] if times else ""}
+            "first": min(times)[:19] if times else "", "last": max(times)[:19] if times else "",
+            "related": related(conn, session)}
 
+
+# -- the session's relatives ---------------------------------------------------------------------
+
+def _best(rows: list[dict], session: dict) -> dict | None:
+    """Of sessions with the same id, the one on this session's server and agent."""
+    if not rows:
+        return None
+    return sorted(rows, key=lambda r: (r["server"] != session.get("server"), r["agent_id"] != session.get("agent_id"),
+                                       r["id"]))[0]
+
+
+def _file_uuid(path) -> str | None:
+    """The session id in a transcript file's name (``<uuid>.jsonl``, ``<ISO>_<uuid>.jsonl``)."""
+    if not isinstance(path, str):
+        return None
+    found = _UUID.findall(path.replace("\\", "/").rsplit("/", 1)[-1])
+    return found[-1].lower() if found else None
+
+
+def is_subagent(session: dict) -> bool:
+    """A session some other session's agent started: a spawning tool call, OpenClaw's spawnedBy
+    or a ``:subagent:`` session key, Codex's ``source.subagent``."""
+    header = session.get("header_json")
+    return bool(session.get("parent_call_id") or session.get("spawned_by") or session.get("session_type") == "subagent"
+                or ":subagent:" in (session.get("session_key") or "")
+                or (session.get("parent_session_uuid") and (session.get("header_subagent") or (
+                    isinstance(header, str) and '"subagent"' in header))))
+
+
+def related(conn: sqlite3.Connection, session: dict) -> dict:
+    """The sessions this one is linked to, as the archive knows them:
+
+    - ``parent``: the session this one is a sub-agent or fork of (``parent_session_uuid``; OpenClaw's
+      ``spawnedBy`` session key; OpenClaw's ``parentSession`` file of a fork), and ``parent_message``,
+      the parent's message holding the tool call that spawned it (``parent_call_id``);
+    - ``children``: sessions whose parent this one is, each with the ``parent_call_id`` of its
+      spawning call when known;
+    - ``previous`` / ``next``: the reset or rollover chain (``previous_session_id``,
+      ``next_session_id``), each with its ``reason``.
+    """
+    out: dict = {"parent": None, "parent_message": None, "parent_kind": None, "children": [],
+                 "previous": None, "next": None}
+    cols = _columns(conn, "sessions")
+    link_cols = ", ".join(c if c in cols else f"NULL AS {c}" for c in SESSION_LINK_COLUMNS.split(", ")) + (
+        """, instr(header_json, '"subagent"') > 0 AS header_subagent""" if "header_json" in cols else
+        ", NULL AS header_subagent")
+    me = session["id"]
+
+    def sessions(where: str, params) -> list[dict]:
+        return _rows(conn, f"SELECT {link_cols} FROM sessions WHERE ({where}) AND id != ?", (*params, me))
+
+    parent = None
+    if session.get("parent_session_uuid"):
+        parent = _best(sessions("session_uuid = ?", (session["parent_session_uuid"],)), session)
+    if parent is None and session.get("parent_session"):  # an OpenClaw fork: the parent's file
+        found = sessions("file_path = ?", (session["parent_session"],))
+        uuid = _file_uuid(session["parent_session"])
+        if not found and uuid:
+            found = sessions("session_uuid = ?", (uuid,))
+        parent = _best(found, session)
+    if parent is None and session.get("spawned_by") and "session_key" in cols:
+        # OpenClaw's spawnedBy: the spawner's session key; of its sessions, the one running then
+        found = _rows(conn, f"SELECT {link_cols} FROM sessions WHERE session_key = ? AND server IS ? AND id != ? "
+                            "AND (first_message_at IS NULL OR first_message_at <= COALESCE(?, first_message_at)) "
+                            "ORDER BY first_message_at DESC LIMIT 1",
+                      (session["spawned_by"], session.get("server"), me, session.get("first_message_at")))
+        parent = found[0] if found else None
+    if parent is not None:
+        out["parent"] = parent
+        out["parent_kind"] = "sub-agent" if is_subagent(session) else "fork"
+        if session.get("parent_call_id"):
+            hit = conn.execute("SELECT message_id FROM tool_calls WHERE session_id = ? AND call_id = ? LIMIT 1",
+                               (parent["id"], session["parent_call_id"])).fetchone()
+            out["parent_message"] = hit[0] if hit else None
+
+    children: dict[int, dict] = {}
+    if session.get("session_uuid") and "parent_session_uuid" in cols:
+        for r in sessions("parent_session_uuid = ?", (session["session_uuid"],)):
+            children[r["id"]] = r
+    if (session.get("file_path") or session.get("session_uuid")) and "parent_session" in cols:
+        uuid = (session.get("session_uuid") or "").lower()
+        for r in _rows(conn, f"SELECT {link_cols} FROM sessions WHERE parent_session IS NOT NULL AND id != ?", (me,)):
+            if r["parent_session"] == session.get("file_path") or (uuid and _file_uuid(r["parent_session"]) == uuid):
+                children.setdefault(r["id"], r)
+    if session.get("session_key") and "spawned_by" in cols:
+        # OpenClaw's spawnedBy names a session key, which every reset of it shares: the children of this
+        # one are those started while it was the key's session (until the key's next session began)
+        start = session.get("first_message_at")
+        later = conn.execute("SELECT MIN(first_message_at) FROM sessions WHERE session_key = ? AND server IS ? "
+                             "AND first_message_at > ?", (session["session_key"], session.get("server"),
+                                                          start or "")).fetchone()[0] if start else None
+        for r in sessions("spawned_by = ? AND server IS ? AND (? IS NULL OR first_message_at >= ?) "
+                          "AND (? IS NULL OR first_message_at < ?)",
+                          (session["session_key"], session.get("server"), start, start, later, later)):
+            children.setdefault(r["id"], r)
+    out["children"] = sorted(children.values(), key=lambda r: (r["first_message_at"] or "", r["id"]))
+    out["children_total"] = len(out["children"])
+
+    for key, column in (("previous", "previous_session_id"), ("next", "next_session_id")):
+        if session.get(column):  # (a column the snapshot lacks is not in the row either)
+            out[key] = _best(sessions("session_uuid = ?", (session[column],)), session)
+    return out
+
+
+def session_label(s: dict | None) -> str:
+    if not s:
+        return ""
+    return s.get("title") or s.get("label") or s.get("display_name") or s.get("session_uuid") or f"#{s.get('id')}"
+
+
+# -- the order ----------------------------------------------------------------------------------
 
 def ordered(data: dict, everything: bool) -> list[tuple[str, dict]]:
     """(kind, row) along the active path, root first. With ``everything``, each
@@ -136,43 +292,61 @@ def ordered(data: dict, everything: bool) -> list[tuple[str, dict]]:
     return out
 
 
+# -- turns --------------------------------------------------------------------------------------
+
 def _time(row: dict) -> str:
     value = row.get("local_time") or row.get("timestamp") or ""
     return value[:19]
 
 
+def is_copy(m: dict) -> bool:
+    """A re-appended copy of a message: its tool calls are attached to another copy, or (an
+    assistant message) its model call's usage is counted on another."""
+    return bool(m.get("calls_elsewhere")) or (m.get("role") == "assistant" and m.get("usage_counted") == 0)
+
+
 def _usage_line(m: dict) -> Markup:
+    """Model, tokens and cost of a model call (built with escape() and plain strings: it runs for
+    every message of the page)."""
     parts = []
     if m.get("model"):
-        parts.append(Markup('<span class="ab-model">{}{}</span>').format(
-            f"{m['provider']}/" if m.get("provider") else "", m["model"]))
+        model = (f"{m['provider']}/" if m.get("provider") else "") + str(m["model"])
+        parts.append(f'<span class="ab-model">{escape(model)}</span>')
     tokens = m.get("total_tokens")
     if m.get("cost_source") is not None and (tokens or m.get("input_tokens") or m.get("output_tokens")):
-        parts.append(Markup('<span class="ab-tokens" title="input / output / cache read / cache write">'
-                            '{:,} tokens ({:,} in, {:,} out, {:,} cache read, {:,} cache write)</span>').format(
-            tokens or 0, m.get("input_tokens") or 0, m.get("output_tokens") or 0,
-            m.get("cache_read_tokens") or 0, m.get("cache_write_tokens") or 0))
+        parts.append('<span class="ab-tokens" title="input / output / cache read / cache write">'
+                     f'{_int(tokens):,} tokens ({_int(m.get("input_tokens")):,} in, {_int(m.get("output_tokens")):,} '
+                     f'out, {_int(m.get("cache_read_tokens")):,} cache read, {_int(m.get("cache_write_tokens")):,} '
+                     'cache write)</span>')
         label = money(m.get("cost_usd"), tokens or m.get("input_tokens") or m.get("output_tokens"))
         css = "ab-unpriced" if label == "unpriced" else "ab-cost"
-        parts.append(Markup('<span class="{}">{}</span>').format(css, label))
+        parts.append(f'<span class="{css}">{escape(label)}</span>')
         if not m.get("usage_counted"):
-            parts.append(Markup('<span class="ab-dim" title="a re-appended copy of an earlier model call">'
-                                'copy: not counted</span>'))
-    if m.get("stop_reason") and m["stop_reason"] not in ("stop", "toolUse"):
-        parts.append(Markup('<span class="ab-dim">stop: {}</span>').format(m["stop_reason"]))
+            parts.append('<span class="ab-dim" title="a re-appended copy of an earlier model call">'
+                         'copy: not counted</span>')
+    if m.get("stop_reason") and m["stop_reason"] not in NORMAL_STOPS:
+        parts.append(f'<span class="ab-dim">stop: {escape(m["stop_reason"])}</span>')
     if m.get("is_synthetic"):
-        parts.append(Markup('<span class="ab-dim">synthetic (not from a model)</span>'))
-    return Markup(" · ").join(parts)
+        parts.append('<span class="ab-dim">synthetic (not from a model)</span>')
+    return Markup(" · ".join(parts))
+
+
+def _int(value) -> int:
+    return value if isinstance(value, int) else int(value or 0) if isinstance(value, float) else 0
 
 
 def _result_meta(call: dict | None, result: dict) -> Markup:
     bits = []
-    if call and call.get("exit_code") is not None:
-        bits.append(f"exit {call['exit_code']}")
-    if call and call.get("duration_ms") is not None:
-        bits.append(f"{call['duration_ms']:,} ms")
+    exit_code = call.get("exit_code") if call else None
+    duration = call.get("duration_ms") if call else None
+    exit_code = result.get("exit_code") if exit_code is None else exit_code
+    duration = result.get("duration_ms") if duration is None else duration
+    if exit_code is not None:
+        bits.append(f"exit {exit_code}")
+    if isinstance(duration, (int, float)):
+        bits.append(f"{duration:,} ms")
     bits.append(_time(result)[11:])
-    return Markup('<span class="ab-dim">{}</span>').format(" · ".join(b for b in bits if b))
+    return Markup(f'<span class="ab-dim">{escape(" · ".join(b for b in bits if b))}</span>')
 
 
 def _blocks(value):
@@ -184,38 +358,179 @@ def _blocks(value):
         return value
 
 
-def _message_html(m: dict, results: dict[str, dict], calls: dict, used: set, row_href) -> Markup:
-    blocks = _blocks(m["content_blocks"])
-    options = render.Options(VIEW.limit, VIEW.fold_lines, VIEW.fold_chars, more_href=row_href("messages", m["id"]))
-    if blocks is None:  # bashExecution and other content-less messages
-        return render.text(m.get("text_preview") or "", options)
-    if m["role"] == "toolResult":
-        return render.tool_result(blocks, options, is_error=bool(m["is_error"]), name=m.get("tool_name"),
-                                  meta=_result_meta(calls.get(m.get("tool_call_id")), m))
-    if not isinstance(blocks, list):
-        return render.render_blocks(blocks, options)
-    parts = []
-    for block in blocks:
-        parts.append(render.render_block(block, options))
-        if isinstance(block, dict) and block.get("type") == "toolCall":
-            result = results.get(block.get("id")) if isinstance(block.get("id"), str) else None
-            if result is not None and result["id"] not in used:
-                used.add(result["id"])
-                rblocks = _blocks(result["content_blocks"])
-                roptions = render.Options(VIEW.limit, VIEW.fold_lines, VIEW.fold_chars,
-                                          more_href=row_href("messages", result["id"]))
-                parts.append(render.tool_result(
-                    rblocks if rblocks is not None else result.get("text_preview") or "", roptions,
-                    is_error=bool(result["is_error"]), name=result.get("tool_name"),
-                    meta=_result_meta(calls.get(block.get("id")), result), anchor=f"m{result['id']}"))
-            elif result is None:
-                parts.append(Markup('<div class="ab-result ab-dim">no result recorded</div>'))
-    if m.get("error_message"):
-        parts.append(Markup('<div class="ab-error-message">{}</div>').format(m["error_message"]))
-    return Markup('<div class="ab-blocks">{}</div>').format(Markup("").join(parts))
+def _same(value) -> str:
+    """A value's identity for telling repeated errors apart (ids and times left out by the caller)."""
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
 
 
-def _entry_html(e: dict) -> Markup | None:
+class _Builder:
+    """Turns of one session, as HTML."""
+
+    def __init__(self, data: dict, everything: bool, row_href, session_href, standalone: bool):
+        self.data = data
+        self.everything = everything
+        self.row_href = row_href if not standalone else (lambda table, row_id: None)
+        self.session_href = session_href if not standalone else (lambda session_id, message_id=None: None)
+        self.standalone = standalone
+        self.base = (STANDALONE if standalone else VIEW).but(budget=richtext.Budget(
+            HIGHLIGHT_EXPORT_CHARS if standalone else HIGHLIGHT_PAGE_CHARS))
+        self.results: dict[str, dict] = {}
+        self.shown_at: dict[str, int] = {}  # a result's tool call id -> the id of the message it is shown under
+        self.used: set = set()
+        self.children_by_call: dict[str, list[dict]] = {}
+        for child in data.get("related", {}).get("children", []):
+            if child.get("parent_call_id"):
+                self.children_by_call.setdefault(child["parent_call_id"], []).append(child)
+
+    def options(self, message_id) -> render.Options:
+        return self.base.but(more_href=self.row_href("messages", message_id))
+
+    def _child_links(self, call_id) -> Markup:
+        links = []
+        for child in self.children_by_call.get(call_id, []) if isinstance(call_id, str) else []:
+            href = self.session_href(child["id"])
+            label = session_label(child)
+            links.append(Markup('<div class="ab-subagent-link">↳ sub-agent session: {}</div>').format(
+                Markup('<a href="{}">{}</a>').format(href, label) if href else label))
+        return Markup("").join(links)
+
+    def _result_html(self, result: dict, call_id, anchor: bool) -> Markup:
+        rblocks = _blocks(result["content_blocks"])
+        return render.tool_result(
+            rblocks if rblocks is not None else result.get("text_preview") or "", self.options(result["id"]),
+            is_error=bool(result["is_error"]), name=result.get("tool_name"),
+            meta=_result_meta(self.data["calls"].get(call_id), result), anchor=f"m{result['id']}" if anchor else None)
+
+    def message(self, m: dict) -> tuple[Markup, tuple | None]:
+        """A message's HTML, and its error signature (None unless it is an error that a retry could
+        repeat word for word)."""
+        blocks = _blocks(m["content_blocks"])
+        options = self.options(m["id"])
+        if blocks is None:  # bashExecution and other content-less messages
+            return render.text(m.get("text_preview") or "", options), None
+        if m["role"] in RESULT_ROLES:
+            html = render.tool_result(blocks, options, is_error=bool(m["is_error"]), name=m.get("tool_name"),
+                                      meta=_result_meta(self.data["calls"].get(m.get("tool_call_id")), m))
+            return html, (("result", m.get("tool_name"), _same(blocks)) if m["is_error"] else None)
+        if not isinstance(blocks, list):
+            return render.render_blocks(blocks, options), None
+        parts = []
+        calls = []  # (name, arguments, result content, is_error) of each tool call
+        texts = []
+        for block in blocks:
+            if isinstance(block, dict) and block.get("type") == "toolCall":
+                call_id = block.get("id") if isinstance(block.get("id"), str) else None
+                parts.append(render.tool_call(block, options, extra=self._child_links(call_id)))
+                result = self.results.get(call_id) if call_id else None
+                if result is not None and result["id"] not in self.used:
+                    self.used.add(result["id"])
+                    self.shown_at[call_id] = m["id"]
+                    parts.append(self._result_html(result, call_id, anchor=True))
+                    calls.append((block.get("name"), _same(block.get("arguments")), result["content_blocks"],
+                                  bool(result["is_error"])))
+                elif result is not None:  # a copy of a call whose result is shown with the first copy
+                    where = self.shown_at.get(call_id)
+                    parts.append(Markup('<div class="ab-result ab-dim">result shown with {}</div>').format(
+                        Markup('<a href="#m{}">the first copy</a>').format(where) if where else "another copy"))
+                    calls.append(None)
+                else:
+                    parts.append(Markup('<div class="ab-result ab-dim">no result recorded</div>'))
+                    calls.append(None)
+            else:
+                parts.append(render.render_block(block, options))
+                if isinstance(block, dict) and block.get("type") == "text":
+                    texts.append(block.get("text"))
+        if m.get("error_message"):
+            parts.append(render.error_text(m["error_message"], options))
+        signature = None
+        if m.get("error_message") and not calls:
+            signature = ("model", m["error_message"], _same(texts))
+        elif calls and all(c is not None and c[3] for c in calls):
+            signature = ("tool", _same(calls), _same(texts))
+        return Markup('<div class="ab-blocks">{}</div>').format(Markup("").join(parts)), signature
+
+    def message_turn(self, row: dict) -> dict:
+        role = row["role"] or "?"
+        off = not row["is_active_path"]
+        context = bool(row.get("is_context")) or role in CONTEXT_ROLES
+        html, signature = self.message(row)
+        css = "context" if context else ROLE_CSS.get(role, "other")
+        label = ROLE_LABEL.get(role, role)
+        if context:
+            first = render._first_line(row.get("text_preview") or "", 90)
+            html = Markup('<details class="ab-context"><summary><span class="ab-badge ab-badge-context">context'
+                          '</span> <span class="ab-dim">injected, not typed by anyone: '
+                          '<span class="ab-preview">{}</span></span>'
+                          '</summary>{}'
+                          '</details>').format(first or role, html)
+        badges = []
+        if is_copy(row):
+            badges.append(Markup('<span class="ab-badge ab-badge-copy" title="a re-appended copy of an earlier '
+                                 'message: its tool calls and usage are counted on the other copy">copy</span>'))
+        return {
+            "kind": "message", "css": css, "role": label, "id": f"m{row['id']}", "time": _time(row),
+            "usage": _usage_line(row), "off": off, "error": bool(row["is_error"]) or bool(row.get("error_message")),
+            "row_href": self.row_href("messages", row["id"]), "badges": Markup(" ").join(badges),
+            "html": html, "signature": signature, "repeats": [],
+        }
+
+    def usage_turn(self, row: dict) -> dict:
+        """A run or usage row: one line (what the model calls cost), no content of its own."""
+        note = row.get("text_preview") or ""
+        return {"kind": "usage", "id": f"m{row['id']}", "role": row["role"], "time": _time(row),
+                "off": not row["is_active_path"], "error": bool(row["is_error"]),
+                "usage": _usage_line(row), "note": note, "row_href": self.row_href("messages", row["id"]),
+                "signature": None, "repeats": []}
+
+    def turns(self) -> list[dict]:
+        items = ordered(self.data, self.everything)
+        for kind, row in items:
+            if kind == "message" and row["role"] in RESULT_ROLES and row.get("tool_call_id"):
+                self.results.setdefault(row["tool_call_id"], row)
+        turns = []
+        all_href = None if self.standalone else self.data.get("all_href")
+        for kind, row in items:
+            off = not row["is_active_path"]
+            branch = None if off else self.data["off_path"].get(
+                row["entry_uuid"] if kind == "entry" else row["message_uuid"])
+            if kind == "entry":
+                if self.everything or row["entry_type"] in MARKED_ENTRIES:
+                    turns.append({"kind": "marker", "html": _entry_html(row, self.base), "off": off,
+                                  "id": f"e{row['id']}", "signature": None})
+            elif row["id"] not in self.used:  # (a tool result already shown under its call is not repeated)
+                self.used.add(row["id"])
+                if row["role"] in USAGE_ROLES and row["content_blocks"] is None:
+                    turns.append(self.usage_turn(row))
+                else:
+                    turns.append(self.message_turn(row))
+            if branch:
+                turns.append({"kind": "marker", "off": False, "id": None, "signature": None, "html": Markup(
+                    '<div class="ab-marker ab-branch"><strong>Branch point</strong>: {:,} entr{} on an abandoned '
+                    'branch went on from here{}</div>').format(
+                    branch, "y" if branch == 1 else "ies",
+                    Markup(' (<a href="{}">show every branch</a>)').format(all_href) if all_href else "")})
+        return collapse_repeats(turns)
+
+
+def collapse_repeats(turns: list[dict]) -> list[dict]:
+    """Identical errors in a row (the same model error, or the same failing tool calls with the same
+    output: a retry loop) become the first one with the others folded under it."""
+    out: list[dict] = []
+    for turn in turns:
+        last = out[-1] if out else None
+        if (turn.get("signature") is not None and last is not None and last.get("signature") == turn["signature"]
+                and last.get("off") == turn.get("off")):
+            last["repeats"].append(turn)
+        else:
+            out.append(turn)
+    for turn in out:
+        if turn.get("repeats"):
+            turn["count"] = len(turn["repeats"]) + 1
+            turn["last_time"] = turn["repeats"][-1]["time"]
+    return out
+
+
+def _entry_html(e: dict, options: render.Options = VIEW) -> Markup | None:
     kind = e["entry_type"]
     try:
         raw = json.loads(e["raw_json"]) if e.get("raw_json") else {}
@@ -228,59 +543,38 @@ def _entry_html(e: dict) -> Markup | None:
         head = Markup("<strong>Compaction</strong>{}").format(
             f": {before:,} tokens summarized" if isinstance(before, int) else "")
         summary = raw.get("summary")
-        body = render.text(summary, VIEW) if isinstance(summary, str) else Markup("")
+        body = render.prose(summary, options) if isinstance(summary, str) else Markup("")
         return Markup('<details class="ab-marker ab-compaction"><summary>{}</summary>{}</details>').format(head, body)
     if kind == "branch_summary":
         summary = raw.get("summary")
-        body = render.text(summary, VIEW) if isinstance(summary, str) else Markup("")
+        body = render.prose(summary, options) if isinstance(summary, str) else Markup("")
         return Markup('<details class="ab-marker ab-branch"><summary><strong>Branch summary</strong> '
                       '(the conversation returned here from another branch)</summary>{}</details>').format(body)
     if kind == "model_change":
         return Markup('<div class="ab-marker ab-small">model → {}{}</div>').format(
             f"{raw.get('provider')}/" if isinstance(raw.get("provider"), str) else "", raw.get("modelId") or "?")
     if kind == "thinking_level_change":
-        return Markup('<div class="ab-marker ab-small">thinking level → {}</div>').format(raw.get("thinkingLevel") or "?")
+        return Markup('<div class="ab-marker ab-small">thinking level → {}</div>').format(
+            raw.get("thinkingLevel") or "?")
     if kind == "reset":
         return Markup('<div class="ab-marker ab-reset"><strong>Reset</strong>: the session started over here</div>')
     return Markup('<details class="ab-marker ab-small"><summary>{}{}</summary>{}</details>').format(
-        kind, f" ({e['custom_type']})" if e.get("custom_type") else "", render.pretty_json(raw, VIEW))
+        kind, f" ({e['custom_type']})" if e.get("custom_type") else "", render.pretty_json(raw, options))
 
 
-def build(data: dict, everything: bool, row_href, self_href: str) -> dict:
-    """The template's context: turns as HTML, and the totals."""
-    items = ordered(data, everything)
-    results = {}
-    for kind, row in items:
-        if kind == "message" and row["role"] == "toolResult" and row.get("tool_call_id"):
-            results.setdefault(row["tool_call_id"], row)
-    used: set = set()
-    turns = []
-    all_href = self_href + ("&" if "?" in self_href else "?") + "all=1"
-    for kind, row in items:
-        off = not row["is_active_path"]
-        branch = None if off else data["off_path"].get(row["entry_uuid"] if kind == "entry" else row["message_uuid"])
-        if kind == "entry":
-            if everything or row["entry_type"] in MARKED_ENTRIES:
-                turns.append({"kind": "marker", "html": _entry_html(row), "off": off, "id": f"e{row['id']}"})
-        elif row["id"] not in used:  # (a tool result already shown under its call is not repeated)
-            used.add(row["id"])
-            role = row["role"] or "?"
-            css = {"user": "user", "assistant": "assistant", "toolResult": "tool"}.get(role, "other")
-            turns.append({
-                "kind": "message", "css": css, "role": {"toolResult": "tool result"}.get(role, role),
-                "id": f"m{row['id']}", "time": _time(row), "usage": _usage_line(row), "off": off,
-                "error": bool(row["is_error"]), "row_href": row_href("messages", row["id"]),
-                "html": _message_html(row, results, data["calls"], used, row_href),
-            })
-        if branch:
-            turns.append({"kind": "marker", "off": False, "id": None, "html": Markup(
-                '<div class="ab-marker ab-branch"><strong>Branch point</strong>: {:,} entr{} on an abandoned branch '
-                'went on from here (<a href="{}">show every branch</a>)</div>').format(
-                branch, "y" if branch == 1 else "ies", all_href)})
+def build(data: dict, everything: bool, row_href, self_href: str, session_href=None,
+          standalone: bool = False) -> dict:
+    """The template's context: turns as HTML, and the totals. ``row_href(table, id)`` and
+    ``session_href(id, message_id=None)`` make links; ``standalone``: a file on its own (the HTML
+    export): no links out of it, nothing cut."""
+    data = dict(data, all_href=self_href + ("&" if "?" in self_href else "?") + "all=1")
+    builder = _Builder(data, everything, row_href, session_href or (lambda session_id, message_id=None: None),
+                       standalone)
+    turns = builder.turns()
     s = data["session"]
     u = data["usage"]
     totals = {
-        "messages": s.get("message_count"), "shown": len(used),
+        "messages": s.get("message_count"), "shown": len(builder.used),
         "calls": u["calls"] or 0,
         "input": s.get("input_tokens") or 0, "output": s.get("output_tokens") or 0,
         "cache_read": s.get("cache_read_tokens") or 0, "cache_write": s.get("cache_write_tokens") or 0,
@@ -288,5 +582,36 @@ def build(data: dict, everything: bool, row_href, self_href: str) -> dict:
         "cost": money(s.get("cost_usd"), s.get("total_tokens")) or "$0",
         "unpriced_tokens": u["unpriced_tokens"] or 0, "unpriced_calls": u["unpriced_calls"] or 0,
     }
-    return {"turns": turns, "totals": totals}
+    return {"turns": turns, "totals": totals, "relatives": relatives(data, builder.session_href)}
 
+
+def relatives(data: dict, session_href) -> dict:
+    """The header's links to related sessions: (label, href or None, what it is)."""
+    rel = data.get("related") or {}
+    s = data["session"]
+    out: dict = {"parent": None, "children": [], "previous": None, "next": None,
+                 "subagent": is_subagent(s), "fork": False}
+    if rel.get("parent"):
+        p = rel["parent"]
+        out["parent"] = {"label": session_label(p), "href": session_href(p["id"]), "kind": rel.get("parent_kind"),
+                         "call_href": session_href(p["id"], rel["parent_message"]) if rel.get("parent_message")
+                         else None}
+        out["fork"] = rel.get("parent_kind") == "fork"
+    elif s.get("parent_session_uuid") or s.get("parent_session"):
+        out["parent"] = {"label": s.get("parent_session_uuid") or s.get("parent_session"), "href": None,
+                         "kind": "sub-agent" if out["subagent"] else "fork", "call_href": None, "missing": True}
+        out["fork"] = not out["subagent"]
+    listed = rel.get("children") or []
+    out["children_total"] = len(listed)
+    out["children_more"] = max(0, len(listed) - MAX_LISTED_CHILDREN)
+    for child in listed[:MAX_LISTED_CHILDREN]:
+        out["children"].append({"label": session_label(child), "href": session_href(child["id"]),
+                                "kind": "sub-agent" if is_subagent(child) else "fork",
+                                "messages": child.get("message_count")})
+    for key in ("previous", "next"):
+        other = rel.get(key)
+        if other:
+            reason = (s if key == "previous" else other).get("reason")
+            out[key] = {"label": session_label(other), "href": session_href(other["id"]),
+                        "reason": reason if reason and reason != "initial" else None}
+    return out

@@ -1067,7 +1067,9 @@ def test_the_conversation_view_renders_claude_code_blocks(tmp_path):
     for name in ("Read", "Edit", "Write", "Bash", "WebFetch", "mcp__github__create_issue"):
         assert f'<strong class="ab-tool-name">{name}</strong>' in html
     assert "no result recorded" not in html  # every result under its call
-    assert "pytest -q" in html and "old_string" in html and "https://example.org/quokka" in html
+    assert "pytest -q" in html and "https://example.org/quokka" in html
+    # the Edit as a diff of old_string against new_string (issue #15), not as its JSON
+    assert '<span class="ab-diff-del">-a = 1</span>' in html and '<span class="ab-diff-add">+a = 2</span>' in html
     assert "exit 1" in html and "ab-result ab-result-error" in html and "issue #7" in html
     assert "ab-badge-thinking" in html and f"data:image/png;base64,{PNG_1PX}" in html
     assert "claude-sonnet-4-5-20250929" in html and "ab-turn ab-turn-user" in html

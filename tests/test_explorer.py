@@ -599,3 +599,504 @@ def test_search_filter_beyond_the_best_2000(snapshot, tmp_path):
     assert len(site.rows("search", q="walrus", agent="bulk")) == 100
     assert len(site.rows("search", q="walrus", server="alpha")) == 100
     assert site.rows("search", q="walrus", agent="ops") == []
+
+
+# -- the conversation view of every source kind, and the session exports --------------------------------
+
+@pytest.fixture(scope="module")
+def kinds(tmp_path_factory):
+    """(Site, ids) on a snapshot holding sessions of every source kind (tests/conversation_fixtures.py)."""
+    from conversation_fixtures import build_kinds_snapshot
+
+    snapshot, ids = build_kinds_snapshot(tmp_path_factory.mktemp("kinds"))
+    return Site(snapshot), ids
+
+
+class _Tags:
+    """Every element and attribute of a page, as a browser's parser sees them."""
+
+    def __init__(self, html: str):
+        from html.parser import HTMLParser
+
+        self.tags: list[tuple[str, dict]] = []
+        self.scripts: list[str] = []
+        outer = self
+
+        class Parser(HTMLParser):
+            def handle_starttag(self, tag, attrs):
+                outer.tags.append((tag, {k: v or "" for k, v in attrs}))
+
+            def handle_data(self, data):
+                if outer.tags and outer.tags[-1][0] == "script":
+                    outer.scripts.append(data)
+
+        parser = Parser(convert_charrefs=True)
+        parser.feed(html)
+        parser.close()
+
+
+def no_markup_from_transcripts(html: str) -> None:
+    """No transcript text became markup: no script of theirs, no event handler, no javascript: or
+    data: link, no image fetched from anywhere (what a browser's parser would see)."""
+    no_payload(html)
+    page = _Tags(html)
+    assert not [t for t in page.scripts if "__xss" in t]
+    handlers = [(tag, k) for tag, attrs in page.tags for k in attrs if k.startswith("on")]
+    assert handlers == [], handlers
+    for tag, attrs in page.tags:
+        for key in ("href", "src", "action", "formaction", "srcset", "poster"):
+            value = (attrs.get(key) or "").strip().lower()
+            assert not value.startswith(("javascript:", "vbscript:", "data:text")), (tag, attrs)
+        if tag == "img":
+            assert attrs.get("src", "").startswith("data:image/"), attrs
+        assert tag not in ("iframe", "object", "embed", "form") or "__xss" not in str(attrs), attrs
+
+
+def test_markdown_in_text_and_thinking(kinds):
+    site, ids = kinds
+    html = site.get(f"/-/agentbase/session/{ids['reading']}").text
+    no_markup_from_transcripts(html)
+    # the assistant's Markdown: a heading, a numbered list, a table, code coloured by language
+    assert "<h2>Plan</h2>" in html and "<ol>\n<li>Read <code>src/app.py</code></li>" in html
+    assert "<table>" in html and "<th>step</th>" in html
+    assert '<pre><code class="language-python"><span class="k">def</span>' in html
+    assert '<span class="c1"># &lt;script&gt;window.__xss_code=1&lt;/script&gt;</span>' in html
+    # links: http(s) only, marked rel; javascript: and data: stay text; an image is a link, not loaded
+    assert ('<a href="https://example.com/docs?a=1&amp;b=2" rel="nofollow noopener noreferrer" class="ab-link">'
+            'safe link</a>') in html
+    assert "[bad one](javascript:window.__xss_link=1)" in html and "[data one](data:text/html;base64," in html
+    assert 'title="x&quot; onmouseover=&quot;window.__xss_title=1"' in html  # an attribute value, escaped
+    assert ('<a class="ab-link" rel="nofollow noopener noreferrer" href="https://example.com/x.png"><span '
+            'class="ab-md-image">[image: pic &lt;img src=x onerror=window.__xss_alt=1&gt;]</span></a>') in html
+    assert "raw HTML<br />\n&lt;img src=x onerror=&quot;window.__xss_raw=1&quot;&gt;" in html
+    assert "&lt;javascript:window.__xss_auto=1&gt;" in html
+    assert "<blockquote>\n<p>quoted <s>old</s> text</p>" in html
+    # the user's Markdown too, its HTML escaped
+    assert "Please <strong>fix</strong> the greeting in <code>src/app.py</code>" in html
+    assert "&lt;script&gt;window.__xss_md=1&lt;/script&gt;" in html
+    # thinking: folded, its first words on the fold, Markdown inside
+    assert re.search(r'<details class="ab-thinking"><summary>.*?<span class="ab-thinking-preview ab-preview">Plan: read the '
+                     r'file first, then edit\.</span></summary><div class="ab-md"><p><strong>Plan</strong>', html)
+    # table cells keep plain text (no Markdown): the message row page
+    message_id = re.findall(r'id="m(\d+)"', html.split("<h2>Plan</h2>")[0])[-1]
+    row = site.get(f"/{site.db}/messages/{message_id}").text
+    assert "<h2>Plan</h2>" not in row and "## Plan" in row
+
+
+def test_file_writes_edits_and_patches(kinds):
+    site, ids = kinds
+    html = site.get(f"/-/agentbase/session/{ids['reading']}").text
+    # OpenClaw's write and Claude's Write: the file's content, coloured by its name
+    assert '<span class="ab-badge ab-badge-file">write</span> <code class="ab-path">src/app.py</code>' in html
+    assert '<pre class="ab-code"><code><span class="k">def</span><span class="w"> </span><span class="nf">greet' in html
+    assert "__xss_write" in html and "&lt;/script&gt;" in html.split("__xss_write")[1][:200]
+    assert '<code class="ab-path">/home/dev/app/config.json</code> <span class="ab-dim">3 lines</span>' in html
+    # OpenClaw's edit {oldText, newText} and Claude's Edit {old_string, new_string}: a diff
+    assert '<code class="ab-path">src/app.py</code> <span class="ab-dim">+1 −1</span>' in html
+    assert '<span class="ab-diff-del">-    return &#34;hi &#34; + name</span>' in html
+    assert ('<span class="ab-diff-add">+    return f&#34;hello {name}&#34;  # &lt;b onmouseover=window.__xss_edit=1&gt;'
+            '</span>') in html
+    assert ('<span class="ab-diff-ctx"> # App</span><span class="ab-diff-add">+</span>'
+            '<span class="ab-diff-add">+Says hello.</span>') in html
+    # a Codex-style patch: a diff as it is
+    assert ('<span class="ab-diff-file">*** Update File: src/app.py</span><span class="ab-diff-hunk">@@ def greet(name):'
+            '</span>') in html
+    assert '<span class="ab-diff-add">+# Notes &lt;script&gt;window.__xss_patch=1&lt;/script&gt;</span>' in html
+    assert "2 files, +3 −1" in html
+    # none of them as escaped JSON
+    assert "&#34;oldText&#34;" not in html and "&#34;content&#34;" not in html and "&#34;input&#34;" not in html
+    # the agent-server's Codex fileChange and Claude's Edit; Codex's own apply_patch
+    html = site.get(f"/-/agentbase/session/{ids['agent_server_codex']}").text
+    assert '<span class="ab-badge ab-badge-file">update</span> <code class="ab-path">payments/refunds.py</code>' in html
+    assert '<span class="ab-diff-file">--- a/payments/refunds.py</span>' in html and "ab-diff-add" in html
+    html = site.get(f"/-/agentbase/session/{ids['agent_server']}").text
+    assert '<span class="ab-badge ab-badge-file">edit</span>' in html and "ab-diff-del" in html
+    html = site.get(f"/-/agentbase/session/{ids['codex']}").text
+    assert '<span class="ab-diff-file">*** Update File: src/greet.py</span>' in html
+    # Claude Code's Edit, Write, Bash (with its description) and Task (its prompt as Markdown)
+    html = site.get(f"/-/agentbase/session/{ids['claude']}").text
+    assert ('<code class="ab-path">/home/dev/app/greet.py</code> <span class="ab-dim">+1 −1</span>' in html
+            and "<span class=\"ab-diff-add\">+    return &#39;hello&#39;</span>" in html)
+    assert '<code class="ab-path">/home/dev/app/CHANGES.md</code> <span class="ab-dim">3 lines</span>' in html
+    assert ('<div class="ab-call-note">Run the tests</div><pre class="ab-command"><code>pytest -q</code></pre>'
+            in html)
+    assert ('<span class="ab-arg-key">prompt</span><div class="ab-md"><p>Review <strong>greet.py</strong>:</p>'
+            in html)
+    assert ('<ul class="ab-todo"><li class="ab-todo-completed"><span class="ab-todo-mark" title="completed">✓</span> '
+            'Edit greet()</li><li class="ab-todo-in_progress"><span class="ab-todo-mark" title="in_progress">▸</span> '
+            'Run the &lt;b&gt;tests&lt;/b&gt;</li>') in html
+
+
+def test_errors_pretty_and_repeats_collapsed(kinds):
+    site, ids = kinds
+    html = site.get(f"/-/agentbase/session/{ids['reading']}").text
+    # the provider's error object, indented
+    assert ('<div class="ab-error-message"><div class="ab-json">{\n  &#34;type&#34;: &#34;error&#34;,\n  &#34;error'
+            '&#34;: {\n    &#34;type&#34;: &#34;overloaded_error&#34;') in html
+    assert "Overloaded &lt;script&gt;window.__xss_provider=1&lt;/script&gt;" in html
+    # a tool's JSON error, indented
+    assert '<div class="ab-json">{\n  &#34;status&#34;: &#34;error&#34;,\n  &#34;tool&#34;: &#34;exec&#34;' in html
+    # three identical model errors, three identical failing calls: each once, with its count
+    assert html.count('<span class="ab-badge ab-badge-repeat" title="the same error, 3 times in a row">× 3</span>') == 2
+    assert html.count('<details class="ab-repeats">') == 2
+    assert "the same error 2 more times, until 2026-04-05 10:15:17" in html
+    # the folded copies keep their anchors (a query's link to them still lands)
+    repeats = html.split('<details class="ab-repeats">')[1].split("</details>\n")[0]
+    assert len(re.findall(r'<section class="ab-turn ab-turn-assistant[^"]*" id="m\d+"', repeats)) == 2
+    assert html.count(MISSING_TEXT) == 2 * 3  # each failing result: its summary line and its output
+
+
+MISSING_TEXT = "cat: /srv/missing.txt: No such file or directory"
+
+
+def test_related_sessions(kinds):
+    site, ids = kinds
+    reading = site.get(f"/-/agentbase/session/{ids['reading']}").text
+    assert "2 sessions started from this one" in reading
+    assert f'<a href="/-/agentbase/session/{ids["subagent"]}">ffffffff-0000-4000-8000-00000000000f</a> ' \
+           f'<span class="ab-dim">(sub-agent, 2 messages)</span>' in reading
+    assert f'<a href="/-/agentbase/session/{ids["fork"]}">eeeeeeee-0000-4000-8000-00000000000e</a> ' \
+           f'<span class="ab-dim">(fork, 2 messages)</span>' in reading
+    fork = site.get(f"/-/agentbase/session/{ids['fork']}").text
+    assert f'Forked from\n    <a href="/-/agentbase/session/{ids["reading"]}">greeting fix</a>' in fork
+    assert 'title="a fork of another session">fork</span>' in fork
+    sub = site.get(f"/-/agentbase/session/{ids['subagent']}").text
+    assert f'Sub-agent of\n    <a href="/-/agentbase/session/{ids["reading"]}">greeting fix</a>' in sub
+    assert '>sub-agent</span>' in sub
+    # a Claude Code sub-agent, whose spawning call is known: the child links to the call, the call to the child
+    child = site.get(f"/-/agentbase/session/{ids['claude_sub']}").text
+    call = re.search(rf'\(<a href="/-/agentbase/session/{ids["claude"]}#m(\d+)">the call that started it</a>\)', child)
+    assert call and '>sub-agent</span>' in child
+    parent = site.get(f"/-/agentbase/session/{ids['claude']}").text
+    turn = parent.split(f'id="m{call.group(1)}"')[1].split("</section>")[0]
+    assert "toolu_task1" in turn and (f'<div class="ab-subagent-link">↳ sub-agent session: <a href="/-/agentbase/'
+                                      f'session/{ids["claude_sub"]}">') in turn
+    assert "1 session started from this one" in parent
+    # a Codex sub-agent (no spawning call recorded): linked both ways from the headers
+    child = site.get(f"/-/agentbase/session/{ids['codex_child']}").text
+    assert f'Sub-agent of\n    <a href="/-/agentbase/session/{ids["codex"]}">' in child
+    assert "the call that started it" not in child
+    assert f'<a href="/-/agentbase/session/{ids["codex_child"]}">' in site.get(f"/-/agentbase/session/{ids['codex']}").text
+    # a reset chain: each links the other, with the reason
+    before = site.get(f"/-/agentbase/session/{ids['mini']}").text
+    after = site.get(f"/-/agentbase/session/{ids['langchain']}").text
+    assert f'Next session (reset):\n    <a href="/-/agentbase/session/{ids["langchain"]}">session_1775000000123</a>' in before
+    assert (f'Previous session (this one began with a reset):\n    <a href="/-/agentbase/session/{ids["mini"]}">示例会话'
+            '</a>') in after
+    usage = re.findall(r'<div class="ab-turn-usage" id="m\d+">\s*<span class="ab-role">usage</span>(.*?)</div>', child, re.S)
+    assert len(usage) == 1 and "205 tokens" in usage[0]  # a model call's usage alone: one line
+
+
+def test_every_kind_reads_sensibly(kinds, site):
+    kinds_site, ids = kinds
+    for name, sid in ids.items():
+        r = kinds_site.get(f"/-/agentbase/session/{sid}")
+        assert r.status_code == 200, name
+        no_markup_from_transcripts(r.text)
+        assert "no result recorded" not in r.text, name
+    # Codex: injected context folded, reasoning like thinking, toolCall rows as calls with their result
+    codex = kinds_site.get(f"/-/agentbase/session/{ids['codex']}").text
+    assert codex.count('<section class="ab-turn ab-turn-context"') == 3
+    assert '<details class="ab-context"><summary><span class="ab-badge ab-badge-context">context' in codex
+    assert '<section class="ab-turn ab-turn-reasoning"' in codex and '<details class="ab-thinking">' in codex
+    calls = re.findall(r'<section class="ab-turn ab-turn-call"[^>]*>.*?</section>', codex, re.S)
+    assert calls and all("ab-result" in c for c in calls)
+    assert "<span class=\"ab-role\">tool result</span>" not in codex  # every result under its call
+    # Claude Code: its isMeta line folded as context
+    claude = kinds_site.get(f"/-/agentbase/session/{ids['claude']}").text
+    assert claude.count('<section class="ab-turn ab-turn-context"') == 1
+    # the agent-server: run rows as one usage line
+    agent_server = kinds_site.get(f"/-/agentbase/session/{ids['agent_server']}").text
+    runs = re.findall(r'<div class="ab-turn-usage[^"]*" id="m\d+">(.*?)</div>', agent_server, re.S)
+    assert len(runs) == 3 and all("tokens" in r and "run completed" in r for r in runs)
+    assert '<pre class="ab-command"><code>rm -rf build &amp;&amp; npm run build</code></pre>' in agent_server
+    # LangChain's tool rows are results of their calls; mini-OpenClaw's and pi's shell tools as code
+    langchain = kinds_site.get(f"/-/agentbase/session/{ids['langchain']}").text
+    assert '<pre class="ab-command"><code>echo one\necho two</code></pre>' in langchain
+    assert langchain.count('class="ab-result') == 2 and "ab-turn-tool" not in langchain
+    assert '<pre class="ab-command"><code>ls</code></pre>' in kinds_site.get(f"/-/agentbase/session/{ids['pi']}").text
+    assert '<pre class="ab-command"><code>dir C:\\Users\\demo\\skills</code></pre>' in kinds_site.get(
+        f"/-/agentbase/session/{ids['mini']}").text
+    # a re-appended copy of a message is marked as one
+    copies = site.get("/-/agentbase/session/2").text
+    assert copies.count('<span class="ab-badge ab-badge-copy"') == 1
+    assert "result shown with <a href=\"#m" in copies
+
+
+def test_session_page_links_its_exports_and_script(kinds):
+    site, ids = kinds
+    sid = ids["reading"]
+    html = site.get(f"/-/agentbase/session/{sid}").text
+    for ext in ("json", "md", "html"):
+        assert f'href="/-/agentbase/session/{sid}.{ext}"' in html
+    assert '<script src="/-/agentbase/agentbase.js" defer></script>' in html
+    assert '<div class="ab-toolbar" hidden>' in html  # shown by the script; the page reads without it
+    js = site.get("/-/agentbase/agentbase.js")
+    assert js.status_code == 200 and js.headers["content-type"].startswith("text/javascript")
+    assert "innerHTML" not in js.text and "fetch(" not in js.text and "http" not in js.text
+    everything = site.get(f"/-/agentbase/session/{sid}?all=1").text
+    assert f'href="/-/agentbase/session/{sid}.md?all=1"' in everything
+
+
+def test_json_export(kinds):
+    import sqlite3
+
+    site, ids = kinds
+    conn = sqlite3.connect(f"file:{site.ds.databases[site.db].path}?mode=ro", uri=True)
+    for name, sid in ids.items():
+        r = site.get(f"/-/agentbase/session/{sid}.json")
+        assert r.status_code == 200, name
+        assert r.headers["content-type"] == "application/json; charset=utf-8"
+        doc = r.json()
+        assert doc["format"] == "agentbase-session" and doc["version"] == 1 and doc["database"] == site.db
+        assert doc["session"]["id"] == sid and isinstance(doc["session"]["header"], (dict, type(None)))
+        expected = conn.execute("SELECT id, role, content_blocks FROM messages WHERE session_id = ? ORDER BY seq, id",
+                                (sid,)).fetchall()
+        assert [(m["id"], m["role"]) for m in doc["messages"]] == [(i, role) for i, role, _ in expected], name
+        assert [m["blocks"] for m in doc["messages"]] == [json.loads(b) if b else None for _, _, b in expected]
+        assert doc["message_count"] == len(expected)
+        seqs = [m["seq"] for m in doc["messages"]]
+        assert seqs == sorted(seqs)
+        assert all("content_blocks" not in m and "text_preview" not in m and "session_uuid" not in m
+                   for m in doc["messages"])
+        calls = conn.execute("SELECT COUNT(*) FROM tool_calls WHERE session_id = ?", (sid,)).fetchone()[0]
+        assert len(doc["tool_calls"]) == calls
+    doc = site.get(f"/-/agentbase/session/{ids['reading']}.json").json()
+    write = next(m for m in doc["messages"] if m["blocks"] and m["blocks"][0].get("id") == "call_w1")
+    assert write["blocks"][0]["arguments"]["path"] == "src/app.py" and write["role"] == "assistant"
+    result = next(c for c in doc["tool_calls"] if c["call_id"] == "call_w1")
+    assert result["result_message_id"] == next(m["id"] for m in doc["messages"] if m["tool_call_id"] == "call_w1")
+    assert site.get("/-/agentbase/session/99999.json").status_code == 404
+    dl = site.get(f"/-/agentbase/session/{ids['reading']}.json?download=1")
+    assert dl.headers["content-disposition"] == (
+        f'attachment; filename="session-{ids["reading"]}-dddddddd-0000-4000-8000-00000000000d.json"')
+    # the main snapshot's sessions too: every message of session 1, branches and all
+    main = site.get("/-/agentbase/session/999999999999999999999.json")
+    assert main.status_code == 404
+
+
+def test_json_export_keeps_every_branch(site):
+    doc = site.get("/-/agentbase/session/1.json").json()
+    texts = [b.get("text") for m in doc["messages"] for b in (m["blocks"] or []) if isinstance(b, dict)]
+    assert "An abandoned attempt" in texts
+    assert [m["is_active_path"] for m in doc["messages"] if m["blocks"] and m["blocks"][0].get("text") ==
+            "An abandoned attempt"] == [0]
+    assert any(e["entry_type"] == "compaction" and e["data"]["summary"].startswith("Disk checked")
+               for e in doc["entries"])
+
+
+def test_markdown_export(kinds, site):
+    kinds_site, ids = kinds
+    r = kinds_site.get(f"/-/agentbase/session/{ids['reading']}.md")
+    assert r.status_code == 200 and r.headers["content-type"] == "text/markdown; charset=utf-8"
+    assert r.headers["content-disposition"].startswith("attachment; filename=\"session-")
+    md = r.text
+    assert md.startswith("# greeting fix\n\n- session: `dddddddd-0000-4000-8000-00000000000d`")
+    assert "- sub-agent started from this one: `ffffffff-0000-4000-8000-00000000000f`" in md
+    assert "## user · 2026-04-05 10:15:01\n\nPlease **fix** the greeting" in md
+    assert "> **thinking**\n>\n> **Plan**: read the file first, then edit." in md
+    assert "**tool call** `write` (call_w1)\n\nwrite `src/app.py`\n\n```python\ndef greet(name):" in md
+    assert "```diff\n@@ -1 +1 @@\n-    return \"hi \" + name\n+    return f\"hello {name}\"" in md
+    assert "```diff\n*** Begin Patch\n*** Update File: src/app.py" in md
+    assert md.count("*(the same error 2 more times)*") == 2
+    assert '"type": "overloaded_error",' in md  # the provider's error object, indented
+    assert "**error** (exit 1 · 4 ms)\n\n```\ncat: /srv/missing.txt" in md
+    # a fence is never closed by what it holds
+    from datasette_agentbase.session_export import fence
+
+    assert fence("a\n```\nb") == "````\na\n```\nb\n````"
+    main = site.get("/-/agentbase/session/1.md").text
+    assert "An abandoned attempt" not in main and "An abandoned attempt" in site.get(
+        "/-/agentbase/session/1.md?all=1").text
+    assert "> **Compaction**: 12,345 tokens summarized" in main
+    assert "**tool call** `exec` (call_a1)\n\n```sh\ndf -h /srv\n```" in main
+    for name, sid in ids.items():
+        assert kinds_site.get(f"/-/agentbase/session/{sid}.md").status_code == 200, name
+
+
+def test_html_export_opens_offline(kinds, site):
+    import base64
+    import hashlib
+
+    kinds_site, ids = kinds
+    for name, sid in list(ids.items()) + [("payloads", None)]:
+        r = site.get("/-/agentbase/session/3.html") if sid is None else kinds_site.get(f"/-/agentbase/session/{sid}.html")
+        assert r.status_code == 200, name
+        assert r.headers["content-type"] == "text/html; charset=utf-8"
+        assert r.headers["content-disposition"].startswith('attachment; filename="session-')
+        html = r.text
+        no_markup_from_transcripts(html)
+        # nothing that leaves the file: no http(s) or protocol-relative reference, no link out of it
+        assert not re.search(r"""(?:src|href|action|formaction|srcset|poster|data|background)\s*=\s*["']?\s*"""
+                             r"""(?:https?:)?//""", html, re.I), name
+        assert re.findall(r'\bhref="([^"#][^"]*)"', html) == [], name  # only anchors within the page
+        assert "<link" not in html and "@import" not in html and "url(" not in html
+        assert re.findall(r'\bsrc="([^"]*)"', html) == [] or all(
+            s.startswith("data:image/") for s in re.findall(r'\bsrc="([^"]*)"', html))
+        # the stylesheet and the script inline, each allowed by its hash and nothing else
+        style = re.search(r"<style>(.*?)</style>", html, re.S).group(1)
+        script = re.search(r"<script>(.*?)</script>", html, re.S).group(1)
+        assert html.count("<script") == 1 and html.count("<style") == 1
+        csp = re.search(r'<meta http-equiv="Content-Security-Policy" content="([^"]+)">', html).group(1)
+
+        def digest(text):
+            return "sha256-" + base64.b64encode(hashlib.sha256(text.encode()).digest()).decode()
+
+        assert f"style-src '{digest(style)}'" in csp and f"script-src '{digest(script)}'" in csp
+        assert "default-src 'none'" in csp and "img-src data:" in csp
+        assert ".ab-turn" in style and "ab-find" in script
+    html = kinds_site.get(f"/-/agentbase/session/{ids['reading']}.html").text
+    assert "<h2>Plan</h2>" in html and "ab-diff-del" in html and "× 3" in html
+    # a link in a message: its text and its URL shown as text, not a reference
+    assert ('<span class="ab-link-off">safe link</span> <span class="ab-url">(https://example.com/docs?a=1&amp;b=2)'
+            '</span>') in html
+    assert '<span class="ab-md-image">[image: pic &lt;img src=x onerror=window.__xss_alt=1&gt;]</span> <span ' \
+           'class="ab-url">(https://example.com/x.png)</span>' in html
+    # the relatives by name, without links; nothing cut
+    assert "greeting fix" in kinds_site.get(f"/-/agentbase/session/{ids['fork']}.html").text
+    assert "more characters" not in html
+
+
+def test_exports_need_the_login(snapshot, monkeypatch):
+    from urllib.parse import quote
+
+    from test_explorer_access import LockedSite
+
+    locked = LockedSite(snapshot, monkeypatch)
+    for ext in ("json", "md", "html"):
+        path = f"/-/agentbase/session/3.{ext}"
+        r = locked.get(path)
+        if ext == "json":  # data: a 403, no redirect
+            assert r.status_code == 403 and r.json()["title"] == "Login required", ext
+        else:
+            assert r.status_code == 302 and r.headers["location"] == "/-/agentbase/login?next=" + quote(path, safe="")
+        assert "__xss" not in r.text and "cccccccc" not in r.text
+    assert locked.get("/-/agentbase/agentbase.js").status_code == 200  # the script holds no data
+    assert locked.login().status_code == 302
+    for ext in ("json", "md", "html"):
+        r = locked.get(f"/-/agentbase/session/3.{ext}")
+        assert r.status_code == 200 and "cccccccc" in r.text, ext
+
+
+@pytest.mark.parametrize("source, expected", [
+    ("<script>alert(1)</script> **b**", "<p>&lt;script&gt;alert(1)&lt;/script&gt; <strong>b</strong></p>\n"),
+    ("[x](javascript:alert(1))", "<p>[x](javascript:alert(1))</p>\n"),
+    ("[x](JaVaScRiPt:alert(1))", "<p>[x](JaVaScRiPt:alert(1))</p>\n"),
+    ("[x](&#106;avascript:alert(1))", "<p>[x](javascript:alert(1))</p>\n"),  # entities decoded, then refused
+    ("[x](java\tscript:alert(1))", "<p>[x](java\tscript:alert(1))</p>\n"),
+    ("[x](data:text/html,<b>)", "<p>[x](data:text/html,&lt;b&gt;)</p>\n"),
+    ("[x](vbscript:msgbox)", "<p>[x](vbscript:msgbox)</p>\n"),
+    ("[x](/-/logout)", "<p>[x](/-/logout)</p>\n"),  # relative: not a link into the explorer
+    ("<javascript:alert(1)>", "<p>&lt;javascript:alert(1)&gt;</p>\n"),
+    ("![a](data:image/png;base64,AAAA)", "<p>![a](data:image/png;base64,AAAA)</p>\n"),
+    ("![a\"b](https://e.com/i.png)", '<p><a class="ab-link" rel="nofollow noopener noreferrer" href="https://e.com/i.png">'
+                                    '<span class="ab-md-image">[image: a&#34;b]</span></a></p>\n'),
+    ('[a](https://e.com/?q="x")', '<p><a href="https://e.com/?q=%22x%22" rel="nofollow noopener noreferrer" '
+                                  'class="ab-link">a</a></p>\n'),
+    ("mailto <mailto:a@b.c>", '<p>mailto <a href="mailto:a@b.c" rel="nofollow noopener noreferrer" class="ab-link">'
+                              'mailto:a@b.c</a></p>\n'),
+    ("plain\ntext", "<p>plain<br />\ntext</p>\n"),
+    ("```js\nx = '<i>'\n```", None),
+])
+def test_markdown_units(source, expected):
+    from datasette_agentbase import richtext
+
+    html = str(richtext.markdown(source))
+    if expected is not None:
+        assert html == expected
+    else:
+        assert "&lt;i&gt;" in html and "<i>" not in html and 'class="language-js"' in html
+    # the fast path (no Markdown syntax) gives what the parser gives
+    for text in ("hello world", "two\nlines", "para\n\npara", "snake_case and file_name.txt", "a < b > c"):
+        assert str(richtext.markdown(text)).replace("&#39;", "'") == richtext._parser().render(text)
+
+
+def test_highlight_and_call_shapes():
+    from datasette_agentbase import render, richtext
+
+    code = richtext.highlight("x = '<script>alert(1)</script>'", "python")
+    assert "<script>" not in code and "&lt;script&gt;" in code and '<span class="n">x</span>' in code
+    assert richtext.highlight("x", "no-such-language") is None and richtext.highlight("x" * 50_000, "python") is None
+    budget = richtext.Budget(10)
+    assert richtext.highlight("print(1)", "python", budget=budget) is not None  # 8 characters: within
+    assert richtext.highlight("print(1)", "python", budget=budget) is None  # spent: monospaced only
+    shapes = [
+        ("exec", json.dumps({"command": "ls"}), "shell", "command", "ls"),
+        ("Bash", {"command": "ls -la", "description": "List"}, "shell", "note", "List"),
+        ("shell", {"command": ["bash", "-lc", "make test"]}, "shell", "command", "make test"),
+        ("local_shell", {"command": ["git", "log", "-1"]}, "shell", "command", "git log -1"),
+        ("terminal", {"commands": ["a", "b"]}, "shell", "command", "a\nb"),
+        ("exec_command", {"cmd": "pytest"}, "shell", "command", "pytest"),
+        ("apply_patch", {"input": "*** Begin Patch\n*** End Patch"}, "patch", "patch", "*** Begin Patch\n*** End Patch"),
+        ("apply_patch", "*** Begin Patch\n*** End Patch", "patch", "patch", "*** Begin Patch\n*** End Patch"),
+        ("write", {"path": "a.py", "content": "x"}, "write", "path", "a.py"),
+        ("Write", {"file_path": "b.md", "content": "# b"}, "write", "content", "# b"),
+        ("edit", {"path": "a", "oldText": "x", "newText": "y"}, "edit", "edits", [("x", "y")]),
+        ("edit", {"path": "a", "old_string": "x", "new_string": ""}, "edit", "edits", [("x", "")]),
+        ("str_replace_based_edit_tool", {"command": "str_replace", "path": "a", "old_str": "1", "new_str": "2"},
+         "edit", "rest", {"command": "str_replace"}),
+        ("MultiEdit", {"file_path": "a", "edits": [{"old_string": "1", "new_string": "2"},
+                                                  {"old_string": "3", "new_string": "4"}]},
+         "edit", "edits", [("1", "2"), ("3", "4")]),
+        ("fileChange", {"changes": [{"path": "p", "kind": {"type": "add"}, "diff": "+x"}]}, "changes", "changes",
+         [{"kind": "add", "path": "p", "diff": "+x", "content": None}]),
+        ("read", {"path": "a"}, "args", "args", {"path": "a"}),
+        ("process", {"action": "list"}, "args", "args", {"action": "list"}),
+    ]
+    for name, args, kind, key, value in shapes:
+        got_kind, shape = render.call_shape(name, args)
+        assert (got_kind, shape[key]) == (kind, value), (name, args, got_kind, shape)
+    html = render.tool_arguments("edit", {"path": "<a>", "oldText": "a\nb\n", "newText": "a\nc\n"})
+    assert '<code class="ab-path">&lt;a&gt;</code>' in html and '<span class="ab-diff-del">-b</span>' in html
+    assert '<span class="ab-diff-add">+c</span>' in html and '<span class="ab-diff-ctx"> a</span>' in html
+    assert render.json_in_text('400 {"error": {"message": "x"}}') == ("400", {"error": {"message": "x"}})
+    assert render.json_in_text("not json {") is None and render.json_in_text("{}") is None
+
+
+def test_real_samples_render_quietly(tmp_path):
+    """Every session of the real samples beside the repository (OpenClaw and pi backups, Codex
+    rollouts, mini-OpenClaw sessions, Claude Code projects: other people's data, read where they are,
+    never printed):
+    the view and the three exports answer, and no transcript text becomes markup."""
+    import os
+
+    from importer.export import export_snapshot
+    from importer.store import open_store
+    from test_codex import SAMPLE_PATHS as CODEX_PATHS
+    from transcripts import do_import
+
+    shared = REPO.parent / "shared"
+    trees = [(shared / "samples", None)]
+    trees += [(shared / "other-samples" / "codex" / rel, name) for name, rel in CODEX_PATHS.items()]
+    for kind in ("mini-openclaw", "claude-code"):
+        trees += [(p, p.name) for p in sorted((shared / "other-samples" / kind).glob("*")) if p.is_dir()]
+    missing = [str(path) for path, _ in trees if not path.exists()]
+    if missing:
+        if os.environ.get("CI", "").strip().lower() == "true":
+            pytest.fail(f"samples missing under CI: {missing[:3]}")
+        pytest.skip(f"no samples at {missing[:3]}")
+    archive = tmp_path / "archive.db"
+    for path, server in trees:  # (a half-written sample file is the importer tests' business)
+        do_import(archive, path, server=server)
+    store = open_store(f"sqlite:///{archive}")
+    try:
+        export_snapshot(store, tmp_path / "snapshot.db", timezone="UTC")
+    finally:
+        store.close()
+    site = Site(tmp_path / "snapshot.db")
+    import sqlite3
+
+    conn = sqlite3.connect(tmp_path / "snapshot.db")
+    sessions = conn.execute("SELECT id, source FROM sessions ORDER BY id").fetchall()
+    conn.close()
+    assert {source for _, source in sessions} >= {"openclaw", "codex", "mini-openclaw", "claude-code"}
+    for sid, source in sessions:
+        for suffix in ("", ".json", ".md", ".html"):
+            r = site.get(f"/-/agentbase/session/{sid}{suffix}")
+            if r.status_code != 200:  # (no content in the message: these are real people's sessions)
+                raise AssertionError(f"session {sid} ({source}){suffix}: HTTP {r.status_code}")
+            if suffix in ("", ".html"):
+                try:
+                    no_markup_from_transcripts(r.text)
+                except AssertionError:
+                    raise AssertionError(f"session {sid} ({source}){suffix}: transcript text became markup") from None

@@ -3,12 +3,18 @@ Selenium) against a real `agentbase serve` on a free loopback port.
 
 The conversation view of a session whose text, thinking, tool arguments and tool results hold
 <script> and <img onerror> payloads: no payload runs, thinking expands on click, tool results fold.
-A screenshot is saved to $AGENTBASE_ARTIFACT_DIR (default: <tmp>/agentbase-artifacts).
+On a snapshot of every source kind (tests/conversation_fixtures.py): Markdown drawn (payloads in
+links, images and raw HTML inert), diffs and file contents coloured, repeated errors folded,
+expand and collapse all, find with next/previous, the page without JavaScript, the export links,
+and the HTML export opened from disk (offline: it loads nothing).
+Screenshots are saved to $AGENTBASE_ARTIFACT_DIR (default: <tmp>/agentbase-artifacts).
 Without Chromium the test is skipped with a message; under CI=true that is a failure.
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import shutil
 import socket
@@ -21,6 +27,8 @@ from pathlib import Path
 
 import pytest
 
+from conversation_fixtures import PAYLOAD_FLAGS as KIND_PAYLOAD_FLAGS
+from conversation_fixtures import build_kinds_snapshot
 from test_explorer import SID_C, build_snapshot
 
 REPO = Path(__file__).resolve().parents[1]
@@ -30,7 +38,7 @@ FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-
          "--disable-background-networking", "--disable-component-update", "--disable-sync",
          "--disable-dev-shm-usage", "--window-size=1280,1600"]
 PAYLOAD_FLAGS = ["__xss_text", "__xss_img", "__xss_thinking", "__xss_args", "__xss_args2", "__xss_readargs",
-                 "__xss_result", "__xss_err", "__xss_errmsg", "__xss_unknown"]
+                 "__xss_result", "__xss_err", "__xss_errmsg", "__xss_unknown"] + KIND_PAYLOAD_FLAGS
 
 
 def _missing(message: str):
@@ -45,10 +53,9 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="module")
-def served(tmp_path_factory):
+@contextlib.contextmanager
+def serving(snapshot: Path):
     """`agentbase serve SNAPSHOT` on a free loopback port; yields its base URL."""
-    snapshot = build_snapshot(tmp_path_factory.mktemp("browser"))
     port = _free_port()
     proc = subprocess.Popen([sys.executable, "-m", "importer", "serve", str(snapshot), "--port", str(port)],
                             cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -75,6 +82,21 @@ def served(tmp_path_factory):
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    """`agentbase serve` on the explorer tests' snapshot; yields its base URL."""
+    with serving(build_snapshot(tmp_path_factory.mktemp("browser"))) as base:
+        yield base
+
+
+@pytest.fixture(scope="module")
+def served_kinds(tmp_path_factory):
+    """`agentbase serve` on a snapshot of every source kind; yields (base URL, the sessions' ids)."""
+    snapshot, ids = build_kinds_snapshot(tmp_path_factory.mktemp("browser-kinds"))
+    with serving(snapshot) as base:
+        yield base, ids
 
 
 @pytest.fixture(scope="module")
@@ -141,7 +163,7 @@ def test_conversation_view_in_chromium(served, browser):
 
     # thinking starts folded and expands on click
     thinking = driver.find_element(By.CSS_SELECTOR, "details.ab-thinking")
-    inner = thinking.find_element(By.CSS_SELECTOR, ".ab-text")
+    inner = thinking.find_element(By.CSS_SELECTOR, ".ab-md")
     assert thinking.get_property("open") is False and not inner.is_displayed()
     thinking.find_element(By.TAG_NAME, "summary").click()
     assert thinking.get_property("open") is True and inner.is_displayed()
@@ -194,6 +216,211 @@ def test_other_pages_run_no_payload(served, browser, path):
     assert_nothing_ran(browser)
     if path == "/-/agentbase":
         browser.save_screenshot(str(artifact_dir() / "dashboard.png"))
+
+
+# -- the conversation view of every source kind: Markdown, diffs, expand all, find, exports -------------------
+
+def full_page_screenshot(driver, path: Path, cap: int = 9000) -> Path:
+    """The whole page (up to ``cap`` pixels high), then the window as it was."""
+    width, height = driver.get_window_size()["width"], driver.get_window_size()["height"]
+    total = driver.execute_script("return document.documentElement.scrollHeight")
+    driver.set_window_size(width, min(max(total + 40, height), cap))
+    try:
+        driver.save_screenshot(str(path))
+    finally:
+        driver.set_window_size(width, height)
+    assert path.stat().st_size > 10_000
+    print(f"screenshot: {path}")
+    return path
+
+
+def style(driver, element, prop: str) -> str:
+    return driver.execute_script("return getComputedStyle(arguments[0])[arguments[1]]", element, prop)
+
+
+def test_markdown_and_diffs_in_chromium(served_kinds, browser):
+    from selenium.webdriver.common.by import By
+
+    base, ids = served_kinds
+    driver = browser
+    driver.get(f"{base}/-/agentbase/session/{ids['reading']}")
+    assert_nothing_ran(driver)
+    body = driver.find_element(By.TAG_NAME, "body").text
+    # Markdown drawn: a heading, a numbered list, a table, coloured code; the payloads are text
+    heading = driver.find_element(By.XPATH, "//div[contains(@class,'ab-md')]/h2[text()='Plan']")
+    assert heading.is_displayed() and float(style(driver, heading, "fontSize")[:-2]) > 16
+    items = driver.find_elements(By.CSS_SELECTOR, ".ab-md ol > li")
+    assert [i.text for i in items][:2] == ["Read src/app.py", "Change the greeting, then test it"]
+    assert style(driver, items[0], "listStyleType") == "decimal"
+    assert driver.find_element(By.CSS_SELECTOR, ".ab-md table th").text == "step"
+    keyword = driver.find_element(By.CSS_SELECTOR, ".ab-md pre code.language-python .k")
+    assert keyword.text == "def" and style(driver, keyword, "color") == "rgb(207, 34, 46)"
+    assert "<script>window.__xss_md=1</script>" in body and "[bad one](javascript:window.__xss_link=1)" in body
+    assert '<img src=x onerror="window.__xss_raw=1">' in body
+    links = driver.execute_script("return [...document.querySelectorAll('.ab-conversation a.ab-link')]"
+                                  ".map(a => [a.protocol, a.rel, a.textContent])")
+    assert links and all(proto in ("https:", "mailto:") and rel == "nofollow noopener noreferrer"
+                         for proto, rel, _ in links), links
+    assert driver.execute_script("return document.querySelectorAll('.ab-conversation img').length") == 0
+    # writes as the file, edits and patches as diffs, coloured
+    removed = driver.find_element(By.CSS_SELECTOR, ".ab-diff .ab-diff-del")
+    added = driver.find_element(By.CSS_SELECTOR, ".ab-diff .ab-diff-add")
+    assert removed.text == '-    return "hi " + name'
+    assert style(driver, removed, "backgroundColor") == "rgb(255, 235, 233)"
+    assert style(driver, added, "backgroundColor") == "rgb(230, 255, 236)"
+    assert "*** Update File: src/app.py" in body and '"greeting": "hello"' in body
+    # the same error three times: shown once, with its count, the others folded
+    assert [b.text for b in driver.find_elements(By.CSS_SELECTOR, ".ab-badge-repeat")] == ["× 3", "× 3"]
+    folds = driver.find_elements(By.CSS_SELECTOR, "details.ab-repeats")
+    assert len(folds) == 2 and not any(f.get_property("open") for f in folds)
+    assert '"type": "overloaded_error",' in body  # the provider's error object, indented
+    assert_nothing_ran(driver)
+    full_page_screenshot(driver, artifact_dir() / "conversation-markdown-diffs.png")
+    patch = driver.find_element(By.XPATH, "//span[contains(@class,'ab-diff-file') and text()='*** Begin Patch']")
+    driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", patch)
+    driver.save_screenshot(str(artifact_dir() / "conversation-diff.png"))
+
+
+def test_expand_collapse_and_find_in_chromium(served_kinds, browser):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    base, ids = served_kinds
+    driver = browser
+    driver.get(f"{base}/-/agentbase/session/{ids['codex']}")
+    bar = driver.find_element(By.CSS_SELECTOR, ".ab-toolbar")
+    assert bar.is_displayed()  # the script shows it
+
+    def opened(selector):
+        return driver.execute_script("return [...document.querySelectorAll(arguments[0])].map(d => d.open)", selector)
+
+    thinking = opened(".ab-conversation details.ab-thinking")
+    assert len(thinking) == 3 and not any(thinking)
+    driver.find_element(By.XPATH, "//button[text()='Expand all thinking']").click()
+    assert all(opened(".ab-conversation details.ab-thinking"))
+    assert not any(opened(".ab-conversation details.ab-context"))  # only the thinking
+    assert driver.find_element(By.XPATH, "//div[contains(@class,'ab-md')]/p[text()='Use a patch for the rename']") \
+        .is_displayed()
+    driver.find_element(By.XPATH, "//button[text()='Collapse all thinking']").click()
+    assert not any(opened(".ab-conversation details.ab-thinking"))
+    driver.find_element(By.XPATH, "//button[text()='Expand everything']").click()
+    assert all(opened(".ab-conversation details"))
+    driver.find_element(By.XPATH, "//button[text()='Collapse everything']").click()
+    assert not any(opened(".ab-conversation details"))
+
+    # find: every match marked, the first current, next / previous, the fold around a match opened
+    find = driver.find_element(By.CSS_SELECTOR, ".ab-find-input")
+    count = driver.find_element(By.CSS_SELECTOR, ".ab-find-count")
+    find.send_keys("build output")
+    WebDriverWait(driver, 5).until(lambda d: count.text == "1 of 1")
+    current = driver.find_element(By.CSS_SELECTOR, "mark.ab-find-current")
+    assert current.text == "build output" and current.is_displayed()  # inside thinking: opened
+    find.clear()
+    find.send_keys("rename")
+    WebDriverWait(driver, 5).until(lambda d: count.text.endswith(" of 4"))
+    assert count.text == "1 of 4"
+    find.send_keys(Keys.ENTER)
+    assert count.text == "2 of 4"
+    driver.find_element(By.CSS_SELECTOR, ".ab-find-next").click()
+    assert count.text == "3 of 4"
+    find.send_keys(Keys.SHIFT, Keys.ENTER)
+    assert count.text == "2 of 4"
+    driver.find_element(By.CSS_SELECTOR, ".ab-find-prev").click()
+    driver.find_element(By.CSS_SELECTOR, ".ab-find-prev").click()
+    assert count.text == "4 of 4"  # round the end
+    assert len(driver.find_elements(By.CSS_SELECTOR, "mark.ab-find-hit")) == 4
+    assert driver.find_element(By.CSS_SELECTOR, "mark.ab-find-current").is_displayed()
+    find.send_keys(Keys.ESCAPE)
+    assert driver.find_elements(By.CSS_SELECTOR, "mark.ab-find-hit") == [] and count.text == ""
+    # text is only wrapped, never reparsed: a search for markup finds it as text
+    driver.get(f"{base}/-/agentbase/session/{ids['reading']}")
+    find = driver.find_element(By.CSS_SELECTOR, ".ab-find-input")
+    count = driver.find_element(By.CSS_SELECTOR, ".ab-find-count")
+    find.send_keys("<script>window.__xss")
+    WebDriverWait(driver, 5).until(lambda d: " of " in count.text)
+    assert_nothing_ran(driver)
+    find.clear()
+    find.send_keys("missing.txt")  # 3 commands, 3 outputs (not the folds' one-line previews), 4 of them folded
+    WebDriverWait(driver, 5).until(lambda d: count.text.endswith(" of 6"))
+    for _ in range(5):
+        find.send_keys(Keys.ENTER)
+    assert count.text == "6 of 6"
+    current = driver.find_element(By.CSS_SELECTOR, "mark.ab-find-current")
+    assert current.is_displayed() and any(opened("details.ab-repeats"))
+    driver.save_screenshot(str(artifact_dir() / "conversation-find.png"))
+    print(f"screenshot: {artifact_dir() / 'conversation-find.png'}")
+    # a link to a message folded among the repeats opens its fold
+    hidden = driver.execute_script("return document.querySelector('details.ab-repeats section').id")
+    driver.get(f"{base}/-/agentbase/session/{ids['reading']}#{hidden}")
+    assert driver.find_element(By.ID, hidden).is_displayed()
+
+
+def test_readable_without_javascript(served_kinds, browser):
+    from selenium.webdriver.common.by import By
+
+    base, ids = served_kinds
+    driver = browser
+    driver.execute_cdp_cmd("Emulation.setScriptExecutionDisabled", {"value": True})
+    try:
+        driver.get(f"{base}/-/agentbase/session/{ids['reading']}")
+        assert not driver.find_element(By.CSS_SELECTOR, ".ab-toolbar").is_displayed()
+        assert driver.find_element(By.XPATH, "//div[contains(@class,'ab-md')]/h2[text()='Plan']").is_displayed()
+        thinking = driver.find_element(By.CSS_SELECTOR, "details.ab-thinking")
+        thinking.find_element(By.TAG_NAME, "summary").click()  # folds work without a script
+        assert thinking.get_property("open")
+        assert driver.find_element(By.CSS_SELECTOR, "a.ab-export-html").is_displayed()
+        driver.save_screenshot(str(artifact_dir() / "conversation-no-javascript.png"))
+    finally:
+        driver.execute_cdp_cmd("Emulation.setScriptExecutionDisabled", {"value": False})
+
+
+@pytest.mark.parametrize("kind", ["claude", "claude_sub", "codex", "agent_server", "agent_server_codex", "langchain",
+                                  "codex_child", "fork"])
+def test_every_kind_in_chromium(served_kinds, browser, kind):
+    from selenium.webdriver.common.by import By
+
+    base, ids = served_kinds
+    browser.get(f"{base}/-/agentbase/session/{ids[kind]}")
+    assert "Traceback" not in browser.page_source
+    assert_nothing_ran(browser)
+    turns = browser.find_elements(By.CSS_SELECTOR, ".ab-turn, .ab-turn-usage")
+    assert turns and all(t.size["height"] > 10 for t in turns)
+    full_page_screenshot(browser, artifact_dir() / f"conversation-{kind.replace('_', '-')}.png", cap=4000)
+
+
+def test_export_links_and_the_offline_html_in_chromium(served_kinds, browser, tmp_path):
+    from selenium.webdriver.common.by import By
+
+    base, ids = served_kinds
+    driver = browser
+    driver.get(f"{base}/-/agentbase/session/{ids['reading']}")
+    hrefs = {cls: driver.find_element(By.CSS_SELECTOR, f"a.{cls}").get_attribute("href")
+             for cls in ("ab-export-json", "ab-export-md", "ab-export-html")}
+    # the JSON opens in the browser: every message with its blocks
+    driver.get(hrefs["ab-export-json"])
+    doc = json.loads(driver.find_element(By.TAG_NAME, "body").text)
+    assert doc["session"]["session_uuid"].startswith("dddddddd") and len(doc["messages"]) == 24
+    # the Markdown and the HTML are downloads
+    with urllib.request.urlopen(hrefs["ab-export-md"], timeout=30) as r:
+        assert r.headers["Content-Disposition"].startswith("attachment;")
+        assert r.read().decode().startswith("# greeting fix")
+    with urllib.request.urlopen(hrefs["ab-export-html"], timeout=30) as r:
+        assert r.headers["Content-Disposition"].startswith("attachment;")
+        saved = tmp_path / "session.html"
+        saved.write_bytes(r.read())
+    # opened from disk: drawn with its own stylesheet, its script works, it fetched nothing
+    driver.get(saved.as_uri())
+    assert_nothing_ran(driver)
+    turn = driver.find_element(By.CSS_SELECTOR, "section.ab-turn-assistant")
+    assert style(driver, turn, "borderLeftWidth") == "6px"
+    assert driver.execute_script("return performance.getEntriesByType('resource').length") == 0
+    assert driver.find_element(By.CSS_SELECTOR, ".ab-toolbar").is_displayed()
+    driver.find_element(By.XPATH, "//button[text()='Expand all thinking']").click()
+    assert all(driver.execute_script("return [...document.querySelectorAll('details.ab-thinking')].map(d => d.open)"))
+    assert driver.find_elements(By.CSS_SELECTOR, "a[href^='http'], a[href^='/']") == []
+    assert "safe link (https://example.com/docs?a=1&b=2)" in driver.find_element(By.TAG_NAME, "body").text
+    full_page_screenshot(driver, artifact_dir() / "export-offline.png")
 
 
 # -- with a password: the login -------------------------------------------------------------------------------
