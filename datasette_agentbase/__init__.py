@@ -466,10 +466,13 @@ def explorer_prepare_connection(conn):
 
 
 @hookimpl(specname="render_cell")
-def explorer_render_cell(value, column, database, datasette):
-    # after render_cell above (tryfirst), which leaves numbers alone but for session ids
-    if not isinstance(value, (int, float)) or not _snapshots(datasette).get(database):
+def explorer_render_cell(value, column, table, database, datasette):
+    # after render_cell above (tryfirst), which leaves numbers (but session ids) and plain text alone
+    if not _snapshots(datasette).get(database):
         return None
+    if isinstance(value, str):
+        # a table page's long text scrolls in its cell (query.html does the same for canned queries)
+        return explorer.long_text(value, datasette.setting("truncate_cells_html")) if table else None
     return explorer.format_number(column, value)
 
 
