@@ -408,3 +408,26 @@ def test_tool_calls_search(site, tmp_path):
     rows = searched.get("/snapshot/tool_calls.json?_shape=array&_search=read").json()  # a tool's name
     assert [r["tool_name"] for r in rows] == ["read"]
     assert "No rows match" in searched.get("/snapshot/tool_calls?_search=zzzz").text
+
+
+def test_behind_a_login_the_answers_stay_the_logins(tmp_path, monkeypatch):
+    """A malformed day answers 400 only to whoever may see the query: anonymous visitors keep the login's
+    answer, and the form's drop-downs (the snapshot's agents and servers) stay behind it."""
+    from test_explorer import build_snapshot
+    from test_explorer_access import LockedSite
+
+    locked = LockedSite(build_snapshot(tmp_path), monkeypatch)
+    assert locked.get("/snapshot/exec_commands.json?day=2026-13-45").status_code == 403
+    page = locked.get("/snapshot/exec_commands?day=2026-13-45")
+    assert page.status_code in (302, 303) and "ops" not in page.text
+    assert locked.login().status_code in (302, 303)
+    r = locked.get("/snapshot/exec_commands.json?day=2026-13-45")
+    assert r.status_code == 400 and "is not a day" in r.json()["error"]
+    assert ("ops", "ops", False) in options(locked.get("/snapshot/exec_commands").text, "agent")
+
+
+def test_the_agent_server_audit_log_form(kinds_site):
+    r = kinds_site.get("/snapshot/audit_log.json?day=20251017")
+    assert r.status_code == 400 and "day '20251017' is not a day" in r.json()["error"]
+    html = kinds_site.get("/snapshot/audit_log").text
+    assert "The day was empty: showing 2025-10-21, the latest day with an audit log entry." in html
