@@ -431,3 +431,16 @@ def test_the_agent_server_audit_log_form(kinds_site):
     assert r.status_code == 400 and "day '20251017' is not a day" in r.json()["error"]
     html = kinds_site.get("/snapshot/audit_log").text
     assert "The day was empty: showing 2025-10-21, the latest day with an audit log entry." in html
+
+
+def test_messages_read_time_agent_role_text_first(site):
+    """The export orders the snapshot's columns for reading; the page keeps its order, less the hidden ones.
+    Skipped on a snapshot in the former order (session_id right after id), until the export's change."""
+    conn = sqlite3.connect(f"file:{site.ds.databases['snapshot'].path}?mode=ro", uri=True)
+    order = [r[1] for r in conn.execute("PRAGMA table_info(messages)")]
+    conn.close()
+    if order[1] == "session_id":
+        pytest.skip("the snapshot's columns are in the former order (the export's reordering is not merged)")
+    shown = columns_shown(site.get("/snapshot/messages").text)
+    first = shown[1:5]
+    assert first[0] in ("local_time", "timestamp") and first[1:] == ["agent_id", "role", "text_preview"], shown
