@@ -281,6 +281,10 @@ def test_forms_have_drop_downs_filled_from_the_snapshot(site, kinds_site):
 def test_form_values_are_escaped(site):
     html = site.get("/snapshot/exec_commands?agent=" + quote('"><script>window.x=1</script>')).text
     assert "<script>window.x=1" not in html and "&lt;script&gt;window.x=1" in html
+    html = site.get("/snapshot/exec_commands?day=" + quote('<img src=x onerror=window.y=1>')).text  # in the message
+    assert "<img src=x" not in html and "&lt;img src=x onerror=window.y=1&gt;" in html
+    r = site.get("/snapshot/exec_commands.csv?day=" + quote("<b>"))
+    assert r.status_code == 400 and r.headers["content-type"].startswith("text/plain")
 
 
 def test_the_effective_day_of_an_empty_form(site):
