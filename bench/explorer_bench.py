@@ -214,7 +214,7 @@ def main() -> None:
             time.sleep(1)
             db = snapshot.stem
             checks = []
-            for name in ("exec_commands", "thinking", "agent_day", "daily_cost", "failed_tools"):
+            for name in ("exec_commands", "thinking", "agent_day", "daily_cost", "monthly_cost", "failed_tools"):
                 checks.append((f"{name} (defaults)", f"/{db}/{name}", 100))
                 checks.append((f"{name} (agent={agent})", f"/{db}/{name}?agent={agent}", 100))
                 checks.append((f"{name} JSON (agent={agent})", f"/{db}/{name}.json?_shape=array&agent={agent}", 100))

@@ -30,6 +30,13 @@ in Datasette 1.0, with the same arguments):
   params..., and optionally the ``tables`` it reads), beside metadata.yml's.
 - ``extra_css_urls``, ``menu_links``; ``startup`` checks the access settings
   and computes the dashboard's cube (dashboard.py) in a background thread.
+- The explorer's pages (explorer.py), in hooks of their own (pluggy's
+  ``specname`` where the hook has another implementation here): the SQL
+  function ``agentbase_is_shell(source, tool_name)``; counts and costs
+  formatted in HTML cells; the canned queries' forms (``extra_template_vars``
+  for query.html) and table pages with internal columns hidden (table.html);
+  the ``calendar`` facet (``register_facet_classes``); a 400 for a canned
+  query's JSON or CSV with a malformed day (``asgi_wrapper``).
 """
 
 from __future__ import annotations
@@ -49,7 +56,7 @@ from markupsafe import Markup
 from importer import shape
 from importer.search import fts_query
 
-from . import access, conversation, dashboard, render, session_export
+from . import access, conversation, dashboard, explorer, render, session_export
 from .snippets import snippet
 
 HERE = Path(__file__).resolve().parent
@@ -575,3 +582,83 @@ def next_href(rows, columns) -> str | None:
 @hookimpl
 def prepare_jinja2_environment(env):
     env.globals["agentbase_next_href"] = next_href
+
+
+# -- the explorer: canned-query forms, table pages, numbers (explorer.py) -----------------------
+
+@hookimpl(specname="prepare_connection")
+def explorer_prepare_connection(conn):
+    explorer.register_functions(conn)
+
+
+@hookimpl(specname="render_cell")
+def explorer_render_cell(value, column, table, database, datasette):
+    # after render_cell above (tryfirst), which leaves numbers (but session ids) and plain text alone
+    if not _snapshots(datasette).get(database):
+        return None
+    if isinstance(value, str):
+        # a table page's long text scrolls in its cell (query.html does the same for canned queries)
+        return explorer.long_text(value, datasette.setting("truncate_cells_html")) if table else None
+    return explorer.format_number(column, value)
+
+
+def _choices_cache(datasette) -> dict:
+    cache = getattr(datasette, "_agentbase_choices", None)
+    if cache is None:
+        cache = datasette._agentbase_choices = {}
+    return cache
+
+
+@hookimpl
+def extra_template_vars(template, database, table, request, datasette):
+    if request is None or not database or not _snapshots(datasette).get(database):
+        return None
+    db = datasette.databases.get(database)
+    if db is None:
+        return None
+    if template == "query.html":
+        async def query_vars():
+            try:
+                key = (db.name, db.path, os.stat(db.path).st_mtime_ns if db.path else None)
+            except OSError:
+                key = (db.name, db.path, None)
+            cache = _choices_cache(datasette)
+            choices = cache.get(key) if not db.is_mutable else None
+            if choices is None:
+                choices = await explorer.load_choices(db)
+                if not db.is_mutable:
+                    cache[key] = choices
+
+            def form(name, values, columns, rows):
+                return explorer.QueryForm(name, values, columns, rows, choices)
+
+            return {"agentbase_query_form": form}
+
+        return query_vars
+    if template == "table.html" and table:
+        async def table_vars():
+            if not await db.table_exists(table):
+                return {}
+            config = datasette.plugin_config(access.PLUGIN, database=database, table=table, fallback=False) or {}
+            fts = (datasette.table_metadata(database, table) or {}).get("fts_table")
+            search_ok = not fts or await db.table_exists(fts)
+            page = explorer.TablePage(request, await db.table_columns(table), await db.primary_keys(table),
+                                      list(config.get("hidden_columns") or []), search_ok)
+            return {"agentbase_table": page}
+
+        return table_vars
+    return None
+
+
+@hookimpl
+def register_facet_classes():
+    return [explorer.CalendarFacet]
+
+
+@hookimpl
+def asgi_wrapper(datasette):
+    def query_names(database):
+        names = set((datasette.metadata("queries", database=database) or {}))
+        return names | set(source_queries())
+
+    return explorer.param_errors_wrapper(datasette, lambda name: bool(_snapshots(datasette).get(name)), query_names)

@@ -220,16 +220,44 @@ def test_daily_cost(site):
         ("2026-04-06", "ops", "claude-test", 2, 3000, 0.04, 0, "$0.0400"),
     ]
     expected_0405 = [("2026-04-05", "main", "claude-test", 4, 2565, 0.036, 0, "$0.0360")]
-    assert pick(site.rows("daily_cost"), *keys) == expected_0406 + expected_0405  # 7 days up to the latest
-    assert pick(site.rows("daily_cost", day="2026-04-05"), *keys) == expected_0405
-    assert pick(site.rows("daily_cost", day="2026-04"), *keys) == expected_0406 + expected_0405  # a month
-    assert pick(site.rows("daily_cost", agent="ops"), *keys) == expected_0406[2:]
+    # the last row is the totals (is_total = 1): the sums of the rows above it
+    total_all = [(None, None, None, 8, 7215, 0.106, 1, "$0.1060 + 1 unpriced")]
+    assert pick(site.rows("daily_cost"), *keys) == expected_0406 + expected_0405 + total_all  # 7 days up to the latest
+    assert pick(site.rows("daily_cost", day="2026-04-05"), *keys) == expected_0405 + [
+        (None, None, None, 4, 2565, 0.036, 0, "$0.0360")]
+    assert pick(site.rows("daily_cost", day="2026-04"), *keys) == expected_0406 + expected_0405 + total_all  # a month
+    assert pick(site.rows("daily_cost", month="2026-04"), *keys) == expected_0406 + expected_0405 + total_all
+    assert pick(site.rows("daily_cost", agent="ops"), *keys) == expected_0406[2:] + [
+        (None, None, None, 2, 3000, 0.04, 0, "$0.0400")]
+    assert [r["is_total"] for r in site.rows("daily_cost")] == [0, 0, 0, 0, 1]
+    assert site.rows("daily_cost", day="2026-03-01") == []  # no usage: no rows, not a totals row of zeros
     page = site.get(f"/{site.db}/daily_cost").text
     assert "unpriced" in page
     rows = site.rows("daily_cost", day="2026-04-05")  # links: the costliest call's conversation, the day
     assert link(rows[0]["conversation"]) == ("/-/agentbase/session/1#m2", "costliest: aaaaaaaa")
     assert link(rows[0]["messages"]) == ("/snapshot/agent_day?agent=main&day=2026-04-05", "the day")
     assert '<a href="/snapshot/agent_day?agent=main&amp;day=2026-04-06">the day</a>' in page
+
+
+def test_monthly_cost(site):
+    keys = ("month", "agent", "provider", "model", "days", "calls", "input_tokens", "output_tokens", "total_tokens",
+            "cost_usd", "unpriced_calls", "cost", "is_total")
+    rows = [
+        ("2026-04", "main", "anthropic", "claude-test", 2, 5, 2010, 1005, 3015, 0.066, 0, "$0.0660", 0),
+        ("2026-04", "main", "ollama", "local-model", 1, 1, 800, 400, 1200, None, 1, "unpriced", 0),
+        ("2026-04", "ops", "anthropic", "claude-test", 1, 2, 2000, 1000, 3000, 0.04, 0, "$0.0400", 0),
+    ]
+    total = (None, None, None, None, None, 8, 4810, 2405, 7215, 0.106, 1, "$0.1060 + 1 unpriced", 1)
+    assert pick(site.rows("monthly_cost"), *keys) == rows + [total]  # the latest month
+    assert pick(site.rows("monthly_cost", month="2026-04"), *keys) == rows + [total]
+    assert pick(site.rows("monthly_cost", month="2026"), *keys) == rows + [total]  # a year: its months
+    assert pick(site.rows("monthly_cost", agent="ops"), *keys) == [
+        rows[2], (None, None, None, None, None, 2, 2000, 1000, 3000, 0.04, 0, "$0.0400", 1)]
+    assert site.rows("monthly_cost", month="2025-12") == []
+    got = site.rows("monthly_cost")
+    assert link(got[0]["messages"]) == ("/snapshot/daily_cost?agent=main&month=2026-04", "per day")
+    assert link(got[0]["conversation"]) == ("/-/agentbase/session/2#m12", "costliest: bbbbbbbb")  # $0.03 on 04-06
+    assert got[-1]["conversation"] is None and got[-1]["messages"] is None
 
 
 def test_failed_tools(site):
@@ -281,13 +309,15 @@ def test_search_snippets_and_filters(site):
 
 def test_every_query_has_title_description_and_links(site):
     meta = site.ds.metadata("queries", database=site.db)
-    assert set(meta) == {"exec_commands", "thinking", "agent_day", "daily_cost", "failed_tools", "search"}
+    assert set(meta) == {"exec_commands", "thinking", "agent_day", "daily_cost", "monthly_cost", "failed_tools",
+                         "search"}
     for name, query in meta.items():
         assert query["title"] and query["description"]
         page = site.get(f"/{site.db}/{name}")
         assert page.status_code == 200
         rows = site.rows(name)
         assert rows, f"{name} shows no rows with its defaults"
+        rows = [r for r in rows if not r.get("is_total")]  # a totals row belongs to no conversation
         assert all(link(r["conversation"])[0].startswith("/-/agentbase/session/") for r in rows)
         # datasette-json-html draws the link values as links
         assert '<a href="/-/agentbase/session/' in page.text
@@ -315,8 +345,8 @@ def test_facets(site):
     assert {"server", "agent_id", "day", "role", "first_tool_call", "model", "has_thinking", "is_error"} <= set(facets)
     counts = {f["value"]: f["count"] for f in facets["role"]["results"]}
     assert counts == {"assistant": 9, "toolResult": 5, "user": 4}
-    days = {f["value"]: f["count"] for f in facets["day"]["results"]}
-    assert days == {"2026-04-05": 7, "2026-04-06": 11}
+    days = [(f["value"], f["count"]) for f in facets["day"]["results"]]
+    assert days == [("2026-04-06", 11), ("2026-04-05", 7)]  # by date, newest first (not the commonest first)
     narrowed = site.get(f"/{site.db}/tool_calls.json?_shape=objects&_size=0&agent_id=main").json()["facet_results"]
     # the re-appended copy's call is the same tool call: one row, not two
     assert {f["value"]: f["count"] for f in narrowed["is_error"]["results"]} == {0: 2, 1: 1}
@@ -538,6 +568,7 @@ def pages(site, query: str, **params) -> list[list[dict]]:
     ("failed_tools", {}, 1),  # a tool call, then a model error: cursors t<id> and m<id>
     ("daily_cost", {"day": "2026-04"}, 1),
     ("daily_cost", {}, 3),
+    ("monthly_cost", {}, 2),
 ])
 def test_paging_gives_every_row_once_in_order(site, query, params, size):
     whole = [{k: v for k, v in r.items() if k != "next"} for r in site.rows(query, **params)]
@@ -548,7 +579,7 @@ def test_paging_gives_every_row_once_in_order(site, query, params, size):
 
 
 def test_paging_defaults_and_bounds(site):
-    for name in ("exec_commands", "thinking", "agent_day", "daily_cost", "failed_tools"):
+    for name in ("exec_commands", "thinking", "agent_day", "daily_cost", "monthly_cost", "failed_tools"):
         rows = site.rows(name)  # default: 200 rows a page; these fit on one
         assert rows and all(r["next"] is None for r in rows), name
     # the next page is for the day that was shown, even when the first page left the day empty

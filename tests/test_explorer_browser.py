@@ -30,6 +30,7 @@ import pytest
 from conversation_fixtures import PAYLOAD_FLAGS as KIND_PAYLOAD_FLAGS
 from conversation_fixtures import build_kinds_snapshot
 from test_explorer import SID_C, build_snapshot
+from test_explorer_pages import ensure_tool_calls_fts
 
 REPO = Path(__file__).resolve().parents[1]
 CHROMIUM = "/usr/bin/chromium"
@@ -87,7 +88,9 @@ def serving(snapshot: Path):
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
     """`agentbase serve` on the explorer tests' snapshot; yields its base URL."""
-    with serving(build_snapshot(tmp_path_factory.mktemp("browser"))) as base:
+    snapshot = build_snapshot(tmp_path_factory.mktemp("browser"))
+    ensure_tool_calls_fts(snapshot)  # until the export builds it
+    with serving(snapshot) as base:
         yield base
 
 
@@ -208,6 +211,8 @@ def test_conversation_view_in_chromium(served, browser):
     "/snapshot/tool_calls?session_id=3",
     "/snapshot/failed_tools",
     "/snapshot/thinking",
+    "/snapshot/exec_commands?agent=%3Cimg%20src%3Dx%20onerror%3Dwindow.__xss_img%3D1%3E",
+    "/snapshot/tool_calls?_search=window",
     "/-/agentbase",
 ])
 def test_other_pages_run_no_payload(served, browser, path):
@@ -421,6 +426,142 @@ def test_export_links_and_the_offline_html_in_chromium(served_kinds, browser, tm
     assert driver.find_elements(By.CSS_SELECTOR, "a[href^='http'], a[href^='/']") == []
     assert "safe link (https://example.com/docs?a=1&b=2)" in driver.find_element(By.TAG_NAME, "body").text
     full_page_screenshot(driver, artifact_dir() / "export-offline.png")
+
+
+# -- canned-query forms and table pages ----------------------------------------------------------------------
+
+def _shot(driver, name: str) -> Path:
+    # the whole page, not only the window: the form, the rows and what follows them
+    height = driver.execute_script("return Math.min(document.documentElement.scrollHeight, 4000)")
+    driver.set_window_size(1280, max(900, height + 40))
+    shot = artifact_dir() / name
+    driver.save_screenshot(str(shot))
+    driver.set_window_size(1280, 1600)
+    assert shot.stat().st_size > 10_000
+    print(f"screenshot: {shot}")
+    return shot
+
+
+def test_query_form_in_chromium(served, browser):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select, WebDriverWait
+
+    driver = browser
+    driver.get(f"{served}/snapshot/exec_commands")
+    # the drop-downs hold the snapshot's agents, servers and kinds, "any" first and chosen
+    agent = Select(driver.find_element(By.ID, "ab-p-agent"))
+    assert [o.text for o in agent.options] == ["any", "main", "ops"] and agent.first_selected_option.text == "any"
+    assert [o.text for o in Select(driver.find_element(By.ID, "ab-p-server")).options] == ["any", "alpha", "beta"]
+    assert [o.text for o in Select(driver.find_element(By.ID, "ab-p-source")).options] == ["any", "openclaw"]
+    day = driver.find_element(By.ID, "ab-p-day")
+    assert day.get_attribute("type") == "date" and day.get_property("type") == "date"  # the browser's date input
+    effective = driver.find_element(By.CSS_SELECTOR, ".ab-effective")
+    assert effective.is_displayed()
+    assert effective.text == "The day was empty: showing 2026-04-06, the latest day with a shell command."
+    assert not driver.find_elements(By.NAME, "after")  # where a page starts is not a field
+    _shot(driver, "query-form.png")
+
+    # choose an agent and a day, send the form: the URL says so, the rows follow
+    agent.select_by_visible_text("main")
+    driver.execute_script("arguments[0].value = '2026-04-05'", day)
+    assert day.get_property("value") == "2026-04-05"  # a valid date: the input keeps it
+    driver.find_element(By.CSS_SELECTOR, ".ab-query-form input[type=submit]").click()
+    WebDriverWait(driver, 10).until(lambda d: "day=2026-04-05" in d.current_url)
+    assert "agent=main" in driver.current_url and "after=" not in driver.current_url
+    commands = [td.text for td in driver.find_elements(By.CSS_SELECTOR, "table.ab-rows td.col-command")]
+    assert commands == ["df -h /srv", "systemctl restart nginx"]
+    assert Select(driver.find_element(By.ID, "ab-p-agent")).first_selected_option.text == "main"
+    assert driver.find_element(By.ID, "ab-p-day").get_property("value") == "2026-04-05"
+    assert not driver.find_elements(By.CSS_SELECTOR, ".ab-effective")  # a day was given
+    _shot(driver, "query-form-chosen.png")
+
+
+def test_malformed_day_in_chromium(served, browser):
+    from selenium.webdriver.common.by import By
+
+    driver = browser
+    driver.get(f"{served}/snapshot/exec_commands?day=2026-13-45")
+    message = driver.find_element(By.CSS_SELECTOR, ".ab-bad-param")
+    assert message.is_displayed()
+    assert message.text == "day '2026-13-45' is not a day: YYYY-MM-DD (for example 2026-04-05)."
+    field = driver.find_element(By.ID, "ab-p-day")
+    assert field.get_property("value") == "2026-13-45"  # as typed, to be corrected
+    assert driver.find_element(By.CSS_SELECTOR, "label.ab-invalid").is_displayed()
+    assert not driver.find_elements(By.CSS_SELECTOR, "table.ab-rows, .zero-results")
+    assert "Traceback" not in driver.page_source and "SQL" not in message.text
+    _shot(driver, "query-malformed-day.png")
+
+
+def test_costs_in_chromium(served, browser):
+    from selenium.webdriver.common.by import By
+
+    driver = browser
+    driver.get(f"{served}/snapshot/daily_cost")
+    total = driver.find_element(By.CSS_SELECTOR, "table.ab-rows tr.ab-total")
+    cells = {td.get_attribute("class").split()[0]: td.text for td in total.find_elements(By.TAG_NAME, "td")}
+    assert cells["col-day"] == "Total" and cells["col-total_tokens"] == "7,215" and cells["col-cost_usd"] == "0.106"
+    assert cells["col-cost"] == "$0.1060 + 1 unpriced"
+    assert total.find_element(By.TAG_NAME, "td").value_of_css_property("font-weight") in ("700", "bold")
+    tokens = driver.find_elements(By.CSS_SELECTOR, "table.ab-rows td.col-total_tokens")
+    assert [t.text for t in tokens] == ["450", "1,200", "3,000", "2,565", "7,215"]
+    assert tokens[1].value_of_css_property("text-align") == "right"
+    assert "is_total" not in [th.text for th in driver.find_elements(By.CSS_SELECTOR, "table.ab-rows th")]
+    _shot(driver, "daily-cost.png")
+    driver.get(f"{served}/snapshot/monthly_cost")
+    assert driver.find_element(By.ID, "ab-p-month").get_property("type") == "month"
+    assert "showing 2026-04, the latest month with usage" in driver.find_element(By.CSS_SELECTOR, ".ab-effective").text
+    _shot(driver, "monthly-cost.png")
+
+
+def test_table_pages_in_chromium(served, browser):
+    import sqlite3
+    import urllib.request
+
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    driver = browser
+    with urllib.request.urlopen(f"{served}/snapshot/messages.json?_shape=array&_size=1") as r:
+        every = list(__import__("json").load(r)[0])
+    driver.get(f"{served}/snapshot/messages?_sort=id")
+    shown = [th.get_attribute("data-column") for th in driver.find_elements(By.CSS_SELECTOR, "table.rows-and-columns th")]
+    hidden = driver.find_element(By.CSS_SELECTOR, ".ab-hidden-columns")
+    assert hidden.is_displayed() and "internal columns not shown" in hidden.text
+    assert "message_uuid" not in shown and "parent_message_uuid" not in shown and "text_preview" in shown
+    assert shown == [c for c in every if c in shown]  # the snapshot's order
+    assert len(shown) < len(every)
+    # the day facet: newest first
+    days = [li.text.split()[0] for li in driver.find_elements(By.CSS_SELECTOR, "#facet-day li")]
+    assert days == ["2026-04-06", "2026-04-05"]
+    # the schema: folded, under the rows
+    schema = driver.find_element(By.CSS_SELECTOR, "details.ab-schema")
+    assert schema.get_property("open") is False and not schema.find_element(By.TAG_NAME, "pre").is_displayed()
+    _shot(driver, "messages-table.png")
+    hidden.find_element(By.LINK_TEXT, "show all columns").click()
+    WebDriverWait(driver, 10).until(lambda d: "_col=" in d.current_url)
+    shown = [th.get_attribute("data-column") for th in driver.find_elements(By.CSS_SELECTOR, "table.rows-and-columns th")]
+    assert shown == every
+    assert "hide the internal ones" in driver.find_element(By.CSS_SELECTOR, ".ab-hidden-columns").text
+
+    # nothing matches: a sentence, not a schema dump
+    driver.get(f"{served}/snapshot/messages?agent_id=nobody")
+    empty = driver.find_element(By.CSS_SELECTOR, ".ab-empty")
+    assert empty.is_displayed() and empty.text.startswith('No rows match where agent_id = "nobody".')
+    assert "CREATE TABLE" not in driver.page_source
+    _shot(driver, "messages-empty.png")
+
+    # tool_calls: searchable (command, tool, arguments, result)
+    driver.get(f"{served}/snapshot/tool_calls")
+    box = driver.find_element(By.ID, "_search")
+    box.send_keys("nginx")
+    box.submit()
+    WebDriverWait(driver, 10).until(lambda d: "_search=nginx" in d.current_url)
+    commands = [td.text for td in driver.find_elements(By.CSS_SELECTOR, "table.rows-and-columns td.col-command")]
+    assert commands == ["systemctl restart nginx"]
+    shown = [th.get_attribute("data-column") for th in driver.find_elements(By.CSS_SELECTOR, "table.rows-and-columns th")]
+    assert "call_id" not in shown and "command" in shown
+    _shot(driver, "tool-calls-search.png")
+    assert_nothing_ran(driver)
 
 
 # -- with a password: the login -------------------------------------------------------------------------------

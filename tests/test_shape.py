@@ -31,7 +31,9 @@ def test_every_facet_and_sort_of_the_metadata_has_an_index():
             continue
         names = {c for c, _ in shape.columns(table)}
         leading = {cols[0] for cols in shape.TABLES[table].indexes}
-        wanted = list(meta.get("facets", [])) + [meta[k] for k in ("sort", "sort_desc") if k in meta]
+        # a facet is a column, or {type: column} (the calendar facet of days)
+        facets = [next(iter(f.values())) if isinstance(f, dict) else f for f in meta.get("facets", [])]
+        wanted = facets + [meta[k] for k in ("sort", "sort_desc") if k in meta]
         for column in wanted:
             assert column in names, f"metadata.yml: {table}.{column} is not a snapshot column"
             if column not in leading:
@@ -40,7 +42,8 @@ def test_every_facet_and_sort_of_the_metadata_has_an_index():
 
 
 def test_metadata_names_only_tables_the_snapshot_has():
-    own = set(shape.TABLES) | {shape.FTS_TABLE, shape.MARKER, shape.REDACTIONS, "_migrations"}
+    # tool_calls_fts: the search index of tool_calls the export is to build (metadata.yml's fts_table)
+    own = set(shape.TABLES) | {shape.FTS_TABLE, "tool_calls_fts", shape.MARKER, shape.REDACTIONS, "_migrations"}
     assert set(_metadata_tables()) <= own
 
 
