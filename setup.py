@@ -42,6 +42,7 @@ setup(
         "zstandard>=0.20",
         "paramiko>=3.4",
         "PyYAML>=6.0",
+        "sqlite-utils>=3.35",  # the snapshot's tables, keys and indexes (importer/export.py)
         "datasette-json-html>=1.0",
         "detect-secrets>=1.5",  # credentials redacted in the snapshot (importer/redact.py)
         "google-re2>=1.1",  # its one-pass prefilter keeps that cheap

@@ -56,7 +56,7 @@ from markupsafe import Markup
 from importer import shape
 from importer.search import fts_query
 
-from . import access, conversation, dashboard, explorer, render, session_export
+from . import access, conversation, dashboard, explorer, live, render, session_export
 from .snippets import snippet
 
 HERE = Path(__file__).resolve().parent
@@ -132,9 +132,17 @@ def prepare_connection(conn, database, datasette):
 
 def _row_get(row, key):
     try:
-        return row[key]
+        value = row[key]
     except (KeyError, IndexError, TypeError):
         return None
+    return _raw(value)
+
+
+def _raw(value):
+    """A cell's value; a foreign key Datasette expanded (``{"value": 4, "label": ...}``) as its value."""
+    if isinstance(value, dict) and "value" in value and "label" in value:
+        return value["value"]
+    return value
 
 
 def _looks_like_json(value: str) -> bool:
@@ -144,6 +152,8 @@ def _looks_like_json(value: str) -> bool:
 
 @hookimpl(tryfirst=True)
 def render_cell(row, value, column, table, database, datasette):
+    if column in ("session_id", "message_id", "result_message_id"):
+        value = _raw(value)  # (the snapshot's foreign keys: the plugin links them to the conversation)
     if not isinstance(value, (str, int)) or not _snapshots(datasette).get(database):
         return None
     if column == "session_id" and table in ("messages", "tool_calls", "entries") and isinstance(value, int):
@@ -369,30 +379,25 @@ _dashboard_lock = threading.Lock()
 
 
 def _dashboard_state(datasette) -> dict:
-    """The dashboard's cubes (one per snapshot file: dashboard.load) and its pages (one per snapshot
-    and every filter). An immutable snapshot never changes under a running Datasette, so the cube
-    is computed once and every page from it at most once."""
+    """The dashboard's cubes (one per snapshot version: dashboard.load) and its pages (one per
+    version and every filter). A snapshot's version (live.version: its build and update number)
+    changes with every export, so an update's figures show on the next visit, and between two
+    exports the cube is computed once and every page from it at most once."""
     state = getattr(datasette, "_agentbase_dashboard", None)
     if state is None:
         state = datasette._agentbase_dashboard = {"cubes": {}, "locks": {}, "pages": {}}
     return state
 
 
-def _dashboard_key(db) -> tuple:
-    try:
-        stamp = os.stat(db.path).st_mtime_ns if db.path else None
-    except OSError:
-        stamp = None
-    return (db.name, db.path, stamp)
+def _dashboard_key(db, conn) -> tuple:
+    return (db.name, live.version(conn))
 
 
-def _dashboard_cube(datasette, db, conn) -> dict:
-    """The snapshot's cube, computed once per file: whoever comes second (the page while the
-    start-up thread computes it) waits for the first instead of scanning the messages again."""
-    if db.is_mutable:
-        return dashboard.load(conn)
+def _dashboard_cube(datasette, db, conn) -> tuple[tuple, dict]:
+    """(the version, its cube), computed once per version: whoever comes second (the page while
+    the start-up thread computes it) waits for the first instead of scanning the messages again."""
     state = _dashboard_state(datasette)
-    key = _dashboard_key(db)
+    key = _dashboard_key(db, conn)
     with _dashboard_lock:
         lock = state["locks"].setdefault(key, threading.Lock())
     with lock:
@@ -401,19 +406,23 @@ def _dashboard_cube(datasette, db, conn) -> dict:
             cube = dashboard.load(conn)
             with _dashboard_lock:
                 for old in [k for k in state["cubes"] if k[0] == db.name]:
-                    del state["cubes"][old]  # the file was replaced: its old figures go
+                    del state["cubes"][old]  # an older version's figures go
+                    state["locks"].pop(old, None)
+                for old in [k for k in state["pages"] if k[0][0] == db.name and k[0] != key]:
+                    del state["pages"][old]
                 state["cubes"][key] = cube
-        return cube
+        return key, cube
 
 
 @hookimpl
 def startup(datasette):
-    """Check the access settings (a configured password that is missing stops the server), then
+    """Serve every snapshot as a live one (live.py: updated in place, replaced by a full build),
+    check the access settings (a configured password that is missing stops the server), then
     compute the dashboard's cube in the background (one pass over the messages: about 1.5 s per
     million), so that no visit of the dashboard waits for it."""
+    live.take_over(datasette)
     access.check_startup(datasette)
-    snapshots = [db for db in datasette.databases.values()
-                 if not db.is_mutable and not db.is_memory and db.path]
+    snapshots = [db for db in datasette.databases.values() if not db.is_memory and db.path]
 
     def warm():
         for db in snapshots:
@@ -447,16 +456,15 @@ async def dashboard_view(datasette, request):
     filters = {name: request.args.get(name) or None for name in ("server", "source", "agent")}
     days = dashboard.parse_days(request.args.get("days"))
     filters["days"] = "all" if days is None else str(days)
-    cube = await db.execute_fn(lambda conn: _dashboard_cube(datasette, db, conn))
+    version, cube = await db.execute_fn(lambda conn: _dashboard_cube(datasette, db, conn))
     pages = _dashboard_state(datasette)["pages"]
-    key = (_dashboard_key(db), filters["server"], filters["source"], filters["agent"], days)
-    fig = pages.get(key) if not db.is_mutable else None
+    key = (version, filters["server"], filters["source"], filters["agent"], days)
+    fig = pages.get(key)
     if fig is None:
         fig = dashboard.page(cube, filters["server"], filters["source"], filters["agent"], days)
-        if not db.is_mutable:
-            if len(pages) >= _DASHBOARD_PAGES:
-                pages.pop(next(iter(pages)))
-            pages[key] = fig
+        if len(pages) >= _DASHBOARD_PAGES:
+            pages.pop(next(iter(pages)))
+        pages[key] = fig
 
     self_href = str(datasette.urls.path("-/agentbase"))
     keep_db = [("db", db.name)] if request.args.get("db") else []
@@ -544,6 +552,8 @@ def register_routes(datasette):
         (r"^/-/agentbase/?$", dashboard_view),
         (r"^/-/agentbase/login$", access.login_view),
         (r"^/-/agentbase/agentbase\.css$", css_view),
+        # the snapshot's download, as one consistent copy of a file updated in place (live.py)
+        (r"^/(?P<database>[^/]+)\.db$", live.download_view),
         (r"^/-/agentbase/agentbase\.js$", js_view),
     ]
     if access.configured(datasette):
@@ -618,16 +628,15 @@ def extra_template_vars(template, database, table, request, datasette):
         return None
     if template == "query.html":
         async def query_vars():
-            try:
-                key = (db.name, db.path, os.stat(db.path).st_mtime_ns if db.path else None)
-            except OSError:
-                key = (db.name, db.path, None)
+            # the drop-downs' values, once per snapshot version (live.version)
+            key = (db.name, await db.execute_fn(live.version))
             cache = _choices_cache(datasette)
-            choices = cache.get(key) if not db.is_mutable else None
+            choices = cache.get(key)
             if choices is None:
                 choices = await explorer.load_choices(db)
-                if not db.is_mutable:
-                    cache[key] = choices
+                for old in [k for k in cache if k[0] == db.name]:
+                    del cache[old]
+                cache[key] = choices
 
             def form(name, values, columns, rows):
                 return explorer.QueryForm(name, values, columns, rows, choices)

@@ -79,7 +79,7 @@ def money(cost, tokens) -> str:
 
 
 def _columns(conn: sqlite3.Connection, table: str) -> set[str]:
-    return {r[1] for r in conn.execute(f"PRAGMA table_info({table})")}
+    return {r[1] for r in conn.execute(f"PRAGMA table_xinfo({table})")}
 
 
 def _message_columns(conn: sqlite3.Connection) -> str:

@@ -2,9 +2,9 @@
 
 The repository's ``metadata.yml`` describes the database ``snapshot`` (the
 default file name, snapshot.db); a snapshot under another name gets the same
-metadata under its own name. The counts file written by the export
-(``<name>-inspect.json``) is passed as ``--inspect-file`` when it describes
-this very file (same size), under the same re-keying.
+metadata under its own name. The snapshot is served as a live file (not
+``-i``, immutable): `agentbase export` updates it in place while it is served,
+and the plugin reads each update whole (see live.py).
 
 Access (README, "Access"): ``password_env`` names the environment variable
 holding the password; the metadata gets the plugin setting
@@ -86,35 +86,9 @@ def with_password(metadata: dict, password_env: str | None) -> dict:
     return metadata
 
 
-def load_inspect(snapshot: Path) -> dict | None:
-    """The export's counts for this file, keyed by its database name; None when
-    missing or stale (another file's, or the snapshot changed since)."""
-    from importer.export import inspect_path
-
-    snapshot = Path(snapshot)
-    candidates = [inspect_path(snapshot)]
-    for path in candidates:
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
-        if not isinstance(data, dict) or len(data) != 1:
-            continue
-        counts = next(iter(data.values()))
-        try:
-            if counts.get("size") != snapshot.stat().st_size:
-                continue
-        except (OSError, AttributeError):
-            continue
-        return {database_name(snapshot): counts}
-    return None
-
-
-def datasette_args(snapshot: Path, host: str, port: int, metadata_file: Path, inspect_file: Path | None,
-                   template_dir: Path | None, settings: dict | None = None) -> list[str]:
-    args = ["serve", "-i", str(snapshot), "-h", host, "-p", str(port), "-m", str(metadata_file)]
-    if inspect_file is not None:
-        args += ["--inspect-file", str(inspect_file)]
+def datasette_args(snapshot: Path, host: str, port: int, metadata_file: Path, template_dir: Path | None,
+                   settings: dict | None = None) -> list[str]:
+    args = ["serve", str(snapshot), "-h", host, "-p", str(port), "-m", str(metadata_file)]
     if template_dir is not None:
         args += ["--template-dir", str(template_dir)]
     for key, value in (settings or {}).items():
@@ -138,13 +112,7 @@ def serve(snapshot: Path, host: str = "127.0.0.1", port: int = 8001, metadata_pa
         metadata_file = Path(tmp) / "metadata.json"
         metadata = with_password(load_metadata(snapshot, metadata_path), password_env)
         metadata_file.write_text(json.dumps(metadata), encoding="utf-8")
-        inspect_file = None
-        counts = load_inspect(snapshot)
-        if counts is not None:
-            inspect_file = Path(tmp) / "inspect.json"
-            inspect_file.write_text(json.dumps(counts), encoding="utf-8")
-        args = datasette_args(snapshot, host, port, metadata_file, inspect_file,
-                              template_dir or default_template_dir(),
+        args = datasette_args(snapshot, host, port, metadata_file, template_dir or default_template_dir(),
                               {**DEFAULT_SETTINGS, **(settings or {}), **(NO_SQL_SETTINGS if no_sql else {})})
         os.environ.setdefault("PYTHONUNBUFFERED", "1")
         datasette_cli.main(args=args, prog_name="agentbase serve", standalone_mode=True)

@@ -68,7 +68,7 @@ def load_json(conn: sqlite3.Connection, session_id: int, database: str) -> dict 
         m = {n: row[i] for i, n in keep}
         m["blocks"] = _parse(row[blocks_at]) if blocks_at is not None else None
         messages.append(m)
-    have = {r[1] for r in conn.execute("PRAGMA table_info(tool_calls)")}
+    have = {r[1] for r in conn.execute("PRAGMA table_xinfo(tool_calls)")}
     cols = ", ".join(c for c in TOOL_CALL_COLUMNS if c in have)
     names, rows = _select(conn, f"SELECT {cols} FROM tool_calls WHERE session_id = ? ORDER BY message_id, id",
                           (session_id,))

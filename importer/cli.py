@@ -187,18 +187,23 @@ def init(db):
 @click.option("--no-redact", is_flag=True,
               help="Keep credentials (API keys, tokens, passwords, private keys) in the snapshot; by default "
               "they become [REDACTED:<kind>] (the store always keeps the originals).")
-@click.option("--if-changed", is_flag=True,
-              help="Leave the snapshot as it is when the store has not changed since it was made "
-              "(same time zone and redaction): for cron, as `agentbase sync` does.")
-def export(db, output, zone, quiet, no_redact, if_changed):
-    """Build the read-only SQLite snapshot (full-text index, local days,
-    indexes, counts file) that Datasette serves; replaced atomically.
-    Credentials in the transcripts are redacted (see `agentbase secrets`)."""
+@click.option("--if-changed", is_flag=True, hidden=True,
+              help="Kept for scripts of old: an export that finds nothing new changes nothing anyway.")
+@click.option("--full", is_flag=True,
+              help="Build a new snapshot file even when the existing one could be updated in place.")
+def export(db, output, zone, quiet, no_redact, if_changed, full):
+    """Bring the read-only SQLite snapshot that Datasette serves (full-text
+    indexes, local days, indexes) up to date: what changed in the store since
+    the last export is applied in place, in one transaction; a new file is
+    built when it must be (first export, another time zone, redaction setting
+    or AgentBase version, --full). Credentials in the transcripts are redacted
+    (see `agentbase secrets`)."""
     from .export import export_snapshot
 
     store = _open(db)
     try:
-        report = export_snapshot(store, output, timezone=zone, redact=not no_redact, if_changed=if_changed)
+        report = export_snapshot(store, output, timezone=zone, redact=not no_redact, if_changed=if_changed,
+                                 full=full)
     except StoreError as exc:
         raise click.ClickException(str(exc)) from None
     except OSError as exc:
@@ -476,8 +481,9 @@ def watch(paths, config_file, db, output, interval, quiet):
               "(default: $AGENTBASE_CONFIG or ~/.config/agentbase/config.yml if it exists).")
 def serve(snapshot, host, port, metadata_path, template_dir, settings, password_env, no_sql, config_file):
     """Explore SNAPSHOT (default: snapshot.db beside the embedded store) with
-    Datasette: immutable, with its counts file, metadata, templates and the
-    AgentBase plugin (conversation view, dashboard)."""
+    Datasette: live (each export's update shows on the next page, whole), with
+    its metadata, templates and the AgentBase plugin (session browser,
+    conversation view, dashboard)."""
     from .config import ConfigError, load_serve_options
     from .export import default_snapshot_path
 

@@ -1,22 +1,42 @@
-"""The snapshot: a read-only SQLite file for Datasette, built from either store.
+"""The snapshot: a read-only SQLite file for Datasette, built from either store
+and then kept up to date in place.
 
-``export_snapshot`` copies the archive's tables, adds local-time columns
-(``day``, ``local_time``) in a chosen time zone, builds the full-text index
-(``messages_fts``, see search.py), the indexes the explorer's facets and sorts
-need, runs ANALYZE and writes the counts file for ``datasette -i
---inspect-file``. It builds into a temporary file beside the target and
-renames it into place, so a Datasette serving the old snapshot never sees
-half a file. The snapshot is derived and disposable: rebuilt whole each time.
+``export_snapshot`` either **updates** the existing snapshot or **builds** a new
+one. An update applies, in one transaction, what changed in the store since
+the snapshot last saw it: the store's change log (store/sqlite.py) names the
+sessions written since, and a row of theirs is copied again only when its
+hash differs from the one the state file (snapshot_state.py) holds; tables of
+no session (parsed_files, session_index...) are compared whole, which is
+cheap. Rows the store no longer has go, with their full-text rows and
+redaction counts. The snapshot is in WAL mode, so a Datasette reading it sees
+the update whole or not at all. The result is the very snapshot a full build
+would make (tests/test_snapshot_update.py compares them row by row).
+
+A build copies every table (local-time columns in a chosen zone, credentials
+redacted, see redact.py), builds the full-text indexes (``messages_fts``,
+``tool_calls_fts``, see search.py), the indexes the explorer's facets and
+sorts need and the derived tables, runs ANALYZE, into a temporary file renamed
+into place. It happens when it must: no snapshot or state file yet, another
+time zone, redaction setting, AgentBase version, snapshot format, store or
+store schema, or ``full=True``.
+
+Schema work goes through sqlite-utils (tables with their primary and foreign
+keys, indexes); SQLite's generated columns and FTS5's contentless tables,
+which it does not declare, are plain SQL beside it. Rows are copied with
+sqlite3's ``executemany``: the same rows through sqlite-utils' ``insert_all``
+take about three times as long (it builds a dict per row and checks types).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import multiprocessing
+import operator
 import os
+import re
 import sqlite3
 import time
+import uuid
 from collections import deque
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
@@ -24,14 +44,19 @@ from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import orjson
+import sqlite_utils
 
-from . import parser as P
 from . import shape
 from .search import TOKENIZE, index_text
-from .store import Dialect, Store, StoreError, default_db_path, private_file
+from .snapshot_state import State, row_hash, state_path
+from .store import Store, StoreError, default_db_path, private_file
 
 BATCH = 2000
 COUNT_COLUMN = shape.COUNT_COLUMN
+
+# Bump when the snapshot made from an unchanged store would differ (new
+# columns, indexes, search text): a snapshot of another format is rebuilt.
+SNAPSHOT_FORMAT = 3  # 3: generated columns, tool_calls_fts, updated in place (WAL) with a state file
 
 
 def _tables() -> tuple[str, ...]:
@@ -47,17 +72,29 @@ class ExportReport:
     bytes: int = 0
     elapsed_s: float = 0.0
     secrets_redacted: int | None = None  # None: exported with --no-redact
-    unchanged: bool = False  # if_changed: the snapshot already showed this store; nothing written
+    unchanged: bool = False  # nothing new in the store since the snapshot last saw it
+    mode: str = "full"  # full (a new file) or update (in place)
+    why_full: str | None = None  # what made a full build necessary
+    changed: dict[str, int] = field(default_factory=dict)  # an update's rows written or removed, per table
+    sessions_changed: int = 0
 
     def summary(self) -> str:
         if self.unchanged:
             return f"snapshot {self.path} unchanged: nothing new in the store since it was made"
-        counts = ", ".join(f"{n} {t}" for t, n in self.rows.items() if t in ("sessions", "messages", "tool_calls"))
         redacted = ("credentials kept (--no-redact)" if self.secrets_redacted is None
                     else f"{self.secrets_redacted} credentials redacted")
+        counts = ", ".join(f"{n} {t}" for t, n in self.rows.items() if t in ("sessions", "messages", "tool_calls"))
+        if self.mode == "update":
+            changed = ", ".join(f"{n} {t}" for t, n in self.changed.items() if n) or "no rows"
+            return (f"snapshot {self.path}: {counts}; updated in place ({self.sessions_changed} sessions changed: "
+                    f"{changed} written or removed); {redacted}; {self.bytes / 2**20:.1f} MB; "
+                    f"{self.elapsed_s:.2f} s")
+        why = f" (built in full: {self.why_full})" if self.why_full else ""
         return (f"snapshot {self.path}: {counts}; {redacted}; {self.bytes / 2**20:.1f} MB; "
-                f"time zone {self.timezone}; {self.elapsed_s:.1f} s")
+                f"time zone {self.timezone}; {self.elapsed_s:.1f} s{why}")
 
+
+# -- where, and in which zone ---------------------------------------------------------------
 
 def local_zone_name() -> str:
     """The machine's IANA time zone: $TZ, /etc/localtime's link, /etc/timezone, else UTC."""
@@ -102,72 +139,104 @@ def snapshot_path_for(store: Store) -> Path:
     return default_snapshot_path()
 
 
-class LocalTime:
-    """UTC 'YYYY-MM-DD HH:MM:SS.fff' -> the same in a time zone (cached per hour)."""
+class Offsets:
+    """UTC 'YYYY-MM-DD HH:MM:SS.fff' -> the zone's offset from UTC at that time, in seconds
+    (cached per hour); None for a value that is not a time. The snapshot's ``local_time``
+    and ``day`` are computed from it (shape.generated)."""
 
     def __init__(self, zone):
         self.zone = zone
-        self.offsets: dict[str, timedelta] = {}
+        self.cache: dict[str, int | None] = {}
 
-    def __call__(self, utc: str | None) -> str | None:
-        if not utc:
+    def __call__(self, utc) -> int | None:
+        if not utc or not isinstance(utc, str):
             return None
         hour = utc[:13]
-        offset = self.offsets.get(hour)
-        if offset is None:
-            try:
-                dt = datetime.fromisoformat(hour + ":00:00").replace(tzinfo=timezone.utc)
-                offset = dt.astimezone(self.zone).utcoffset() or timedelta(0)
-            except (ValueError, OverflowError):
-                return None
-            self.offsets[hour] = offset
-        if not offset:
-            return utc
         try:
-            local = datetime.fromisoformat(utc) + offset
+            return self.cache[hour]
+        except KeyError:
+            pass
+        try:
+            dt = datetime.fromisoformat(hour + ":00:00").replace(tzinfo=timezone.utc)
+            offset = dt.astimezone(self.zone).utcoffset() or timedelta(0)
+            value: int | None = int(offset.total_seconds())
         except (ValueError, OverflowError):
-            return None
-        return local.isoformat(sep=" ", timespec="milliseconds")
+            value = None
+        self.cache[hour] = value
+        return value
 
 
-def message_search_text(content_blocks: str | None, fallback: str | None) -> str:
+# -- what is searched --------------------------------------------------------------------
+
+def _blocks_search_text(content, parts: list[str]) -> None:
+    if isinstance(content, str):
+        parts.append(content)
+        return
+    if not isinstance(content, list):
+        return
+    for block in content:
+        if not isinstance(block, dict):
+            continue
+        kind = block.get("type")
+        if kind == "text" and isinstance(block.get("text"), str):
+            parts.append(block["text"])
+        elif kind == "thinking" and isinstance(block.get("thinking"), str):
+            parts.append(block["thinking"])
+        elif kind == "toolCall":
+            name = block.get("name")
+            if isinstance(name, str):
+                parts.append(name)
+            _argument_text(block.get("arguments"), parts)
+        elif kind == "toolResult":
+            inner = block.get("content")
+            if isinstance(inner, str):
+                parts.append(inner)
+            elif isinstance(inner, list):
+                parts.extend(b["text"] for b in inner if isinstance(b, dict) and isinstance(b.get("text"), str))
+
+
+def _argument_text(args, parts: list[str]) -> None:
+    if isinstance(args, dict):
+        parts.extend(v if isinstance(v, str) else orjson.dumps(v).decode() for v in args.values())
+    elif args is not None:
+        parts.append(args if isinstance(args, str) else orjson.dumps(args).decode())
+
+
+def _decoded(content_blocks: str | None):
+    if content_blocks is None:
+        return None
+    try:
+        return orjson.loads(content_blocks)
+    except orjson.JSONDecodeError:
+        return None
+
+
+def message_search_text(content_blocks: str | None, fallback: str | None, decoded=None) -> str:
     """Everything searchable in a message: text, thinking, tool call arguments
     and tool results (their text), in block order."""
     if content_blocks is None:
         return fallback or ""
-    try:
-        content = orjson.loads(content_blocks)
-    except orjson.JSONDecodeError:
+    content = decoded if decoded is not None else _decoded(content_blocks)
+    if content is None:
         return fallback or ""
-    if isinstance(content, str):
-        return content
     parts: list[str] = []
-    if isinstance(content, list):
-        for block in content:
-            if not isinstance(block, dict):
-                continue
-            kind = block.get("type")
-            if kind == "text" and isinstance(block.get("text"), str):
-                parts.append(block["text"])
-            elif kind == "thinking" and isinstance(block.get("thinking"), str):
-                parts.append(block["thinking"])
-            elif kind == "toolCall":
-                name = block.get("name")
-                if isinstance(name, str):
-                    parts.append(name)
-                args = block.get("arguments")
-                if isinstance(args, dict):
-                    parts.extend(v if isinstance(v, str) else orjson.dumps(v).decode() for v in args.values())
-                elif args is not None:
-                    parts.append(orjson.dumps(args).decode())
-            elif kind == "toolResult":
-                inner = block.get("content")
-                if isinstance(inner, str):
-                    parts.append(inner)
-                elif isinstance(inner, list):
-                    parts.extend(b["text"] for b in inner if isinstance(b, dict) and isinstance(b.get("text"), str))
+    _blocks_search_text(content, parts)
     if not parts and fallback:
         parts.append(fallback)
+    return "\n".join(parts)
+
+
+def tool_call_search_text(tool_name, command, arguments, result_preview) -> str:
+    """What tool_calls_fts indexes of a call: its tool, command, arguments' values and the start of its result."""
+    parts = [v for v in (tool_name, command) if isinstance(v, str)]
+    if isinstance(arguments, str):
+        decoded = _decoded(arguments)
+        if decoded is None:
+            parts.append(arguments)
+        else:
+            _argument_text(decoded, parts)
+    if isinstance(result_preview, str):
+        parts.append(result_preview)
     return "\n".join(parts)
 
 
@@ -183,28 +252,84 @@ def redact_columns() -> dict[str, tuple[str, ...]]:
     return {name: t.redact for name, t in shape.tables().items() if t.redact}
 
 
+# -- a message's generated columns -------------------------------------------------------------
+
+def _preview_path(content, preview: str) -> str | None:
+    """A JSON path into the content whose first 512 characters are the preview, or None."""
+    if isinstance(content, str):
+        return "$" if content[:512] == preview else None
+    if not isinstance(content, list):
+        return None
+    for i, block in enumerate(content):
+        if not isinstance(block, dict):
+            continue
+        for key in ("text", "thinking"):
+            value = block.get(key)
+            if isinstance(value, str) and value[:512] == preview:
+                return f"$[{i}].{key}"
+        inner = block.get("content")
+        if isinstance(inner, str) and inner[:512] == preview:
+            return f"$[{i}].content"
+        if isinstance(inner, list):
+            for j, sub in enumerate(inner):
+                if isinstance(sub, dict) and isinstance(sub.get("text"), str) and sub["text"][:512] == preview:
+                    return f"$[{i}].content[{j}].text"
+    return None
 
 
-def _snapshot_columns(table: str) -> list[tuple[str, str]]:
-    return shape.columns(table)
+def derive_message(content_blocks, decoded, preview, thinking, tool_calls) -> tuple:
+    """The helper columns of a message's generated ones (shape.MESSAGE_DERIVED), from its final
+    (redacted) values: (preview_path, preview_kept, thinking_block, thinking_kept, tool_calls_from,
+    tool_calls_kept). Each expression is checked to give the value exactly; where it would not,
+    the value itself is kept."""
+    ppath = pkept = tblock = tkept = cfrom = ckept = None
+    readable = decoded is not None
+    if preview is not None:
+        ppath = _preview_path(decoded, preview) if readable else None
+        if ppath is None:
+            pkept = preview
+    if thinking is not None:
+        if readable and isinstance(decoded, list):
+            for i, block in enumerate(decoded):
+                if isinstance(block, dict) and block.get("type") == "thinking" and block.get("thinking") == thinking:
+                    tblock = i
+                    break
+        if tblock is None:
+            tkept = thinking
+    if tool_calls is not None:
+        # '[' || substr(content_blocks, from): the tool-call blocks are the content's last ones
+        if (isinstance(content_blocks, str) and tool_calls[:1] == "[" and len(tool_calls) > 1
+                and content_blocks.endswith(tool_calls[1:])):
+            cfrom = len(content_blocks) - len(tool_calls) + 2
+        else:
+            ckept = tool_calls
+    return ppath, pkept, tblock, tkept, cfrom, ckept
+
+
+# -- rows, in a worker process ------------------------------------------------------------
+
+MESSAGE_TEXT = ("id", "content_blocks", "text_preview", "thinking_text", "tool_calls_json")
 
 
 def prepare_rows(table: str, names: tuple[str, ...], rows: list[tuple], redact: bool, fts: bool):
-    """For rows of the snapshot's columns ``names``: the replaced values of
+    """For rows of the store's columns ``names``: the replaced values of
     each row that held a credential of the export's set (redact.installed(),
-    pass 1's), where they were counted, and (messages) the text to index,
-    from the replaced content. Runs in a worker process while the main one
-    writes (module level: picklable). Returns (patches: [(index in rows,
-    {column: value})], findings: [(table, row id, session id, column, kind,
-    count)], fts rows)."""
+    pass 1's), where they were counted, and (messages) the text to index and
+    the helpers of the generated columns, from the replaced content. Runs in
+    a worker process while the main one writes (module level: picklable).
+    Returns (patches: [(index in rows, {column: value})], findings: [(table,
+    row id, session id, column, kind, count)], fts rows, derived: one tuple
+    per row or None)."""
     from . import redact as R
 
     secrets = R.installed() if redact else None
     patches: list[tuple[int, dict]] = []
     findings: list[tuple] = []
     fts_rows: list[tuple[int, str]] = []
+    derived: list[tuple] | None = [] if table == "messages" else None
     at = {c: i for i, c in enumerate(names)}
     content_at, preview_at, session_at = at.get("content_blocks"), at.get("text_preview"), at.get("session_id")
+    thinking_at, calls_at = at.get("thinking_text"), at.get("tool_calls_json")
     redacted = R.redact_rows(secrets, table, names, rows, redact_columns()) if secrets else {}
     for index, row in enumerate(rows):
         got = redacted.get(index)
@@ -216,54 +341,42 @@ def prepare_rows(table: str, names: tuple[str, ...], rows: list[tuple], redact: 
             for column, counts in got[1]:
                 for kind, n in counts.items():
                     findings.append((table, row[0], session, column, kind, n))
-        if fts:
-            content = patch.get("content_blocks", row[content_at] if content_at is not None else None)
-            preview = patch.get("text_preview", row[preview_at] if preview_at is not None else None)
-            text = message_search_text(content, preview)
-            if text:
-                fts_rows.append((row[0], index_text(text)))
-    return patches, findings, fts_rows
-
-
-def search_rows(batch: list[tuple]) -> list[tuple[int, str]]:
-    """(rowid, indexed text) for (id, content_blocks, text_preview) rows; runs
-    in a worker process while the main one writes (module level: picklable)."""
-    out = []
-    for row_id, content, preview in batch:
-        text = message_search_text(content, preview)
-        if text:
-            out.append((row_id, index_text(text)))
-    return out
+        if derived is not None:
+            content = patch.get("content_blocks", row[content_at])
+            preview = patch.get("text_preview", row[preview_at])
+            decoded = _decoded(content)
+            derived.append(derive_message(content, decoded, preview, patch.get("thinking_text", row[thinking_at]),
+                                          patch.get("tool_calls_json", row[calls_at])))
+            if fts:
+                text = message_search_text(content, preview, decoded)
+                if text:
+                    fts_rows.append((row[0], index_text(text)))
+    return patches, findings, fts_rows, derived
 
 
 class _Preparer:
     """Redacts rows and prepares search text on the other core, a few batches
     ahead at most (bounded memory); the main process writes each batch, in
-    order, once its result is back."""
+    order, once its result is back. ``parallel=False``: all in this process
+    (an update's few rows are not worth a worker)."""
 
-    def __init__(self, out: sqlite3.Connection, redact: bool):
-        self.out = out
+    def __init__(self, redact: bool, parallel: bool = True):
         self.redact = redact
         self.pending: deque = deque()
         self.pool = None
-        # message id -> its redacted preview, for the tool calls it answers
-        self.previews: dict[int, str | None] = {}
-        if (os.cpu_count() or 1) > 1:
+        if parallel and (os.cpu_count() or 1) > 1:
             try:
                 self.pool = multiprocessing.get_context("fork" if hasattr(os, "fork") else "spawn").Pool(1)
             except (OSError, ValueError):  # no processes here: do it inline
                 self.pool = None
 
-    def collect(self, store: Store):
-        """Pass 1: every credential value in the store (the worker reads half
-        of the messages, see redact.collect), then the set goes to the worker."""
+    def install(self, secrets) -> None:
+        """The set pass 2 replaces, here and in the worker."""
         from . import redact as R
 
-        secrets = R.collect(store, redact_columns(), self.pool)
         R.install_set(secrets)
         if self.pool is not None:  # (the worker runs its tasks in order: this one before the rows)
             self.pending.append(([], lambda rows, result: None, self.pool.apply_async(R.install, (secrets.values(),))))
-        return secrets
 
     def add(self, table: str, names: tuple, rows: list, write, text_cols=None) -> None:
         from . import redact as R
@@ -271,11 +384,11 @@ class _Preparer:
         fts = table == "messages"
         redact = self.redact and bool(R.installed())  # (nothing to replace in a store without credentials)
         if not redact and not fts:
-            write(rows, ([], [], []))
+            write(rows, ([], [], [], None))
             return
         payload = rows
-        # fewer values to send to the worker: the text columns, or only the search text's
-        want = text_cols if redact else ("id", "content_blocks", "text_preview")
+        # fewer values to send to the worker: the text columns, or only the message's own
+        want = text_cols if redact else MESSAGE_TEXT
         if want is not None and len(want) < len(names):
             keep = [i for i, c in enumerate(names) if c in want]
             names = tuple(names[i] for i in keep)
@@ -303,132 +416,341 @@ class _Preparer:
             self.pool = None
 
 
-def _copy_table(store: Store, out: sqlite3.Connection, table: str, to_local: LocalTime,
-                prep: _Preparer) -> int:
-    have = set(store.columns(table))
-    snap_cols = [c for c, _ in _snapshot_columns(table) if c in have or c in ("day", "local_time", COUNT_COLUMN)]
-    select_cols = [c for c in snap_cols if c not in ("day", "local_time", COUNT_COLUMN)]
-    local_from = shape.tables()[table].local_time_from
-    # the count column goes last in the INSERT; the snapshot's column order is the table's
-    insert_cols = [c for c in snap_cols if c != COUNT_COLUMN] + ([COUNT_COLUMN] if COUNT_COLUMN in snap_cols else [])
-    insert = Dialect().insert(table, insert_cols)
-    has_count = COUNT_COLUMN in snap_cols
-    positions = {c: i for i, c in enumerate(select_cols)}
-    ts_at = positions.get(local_from) if local_from else None
-    # where day and local_time go in the snapshot row (they follow ts_at)
-    split = ts_at + 1 if ts_at is not None else None
-    names = tuple(select_cols)
-    # what the worker needs of a row: its ids and its text (a number or a time holds no credential)
-    types = dict(_snapshot_columns(table))
-    text_cols = {c for c in select_cols if c in ("id", "session_id") or types.get(c, "").startswith("str")
-                 or types.get(c) in ("text", "json")}
-    redact = prep.redact
-    previews = prep.previews
-    result_id_at = positions.get("result_message_id")
-    result_preview_at = positions.get("result_preview")
-    select = f"SELECT {', '.join(f'[{c}]' for c in select_cols)} FROM [{table}] WHERE id > ? ORDER BY id LIMIT {BATCH}"
-    count = 0
+# -- how each table is copied ---------------------------------------------------------------
 
-    def write(rows, result) -> None:
-        patches, findings, fts_rows = result
-        batch = [list(row) for row in rows] if patches or (table == "tool_calls" and previews) else rows
-        for index, patch in patches:
-            values = batch[index]
-            for column, value in patch.items():
-                values[positions[column]] = value
-            if table == "messages" and "text_preview" in patch:
-                previews[values[0]] = patch["text_preview"]
-        if table == "tool_calls" and previews:
-            for values in batch:
-                rid = values[result_id_at]
-                if rid in previews:
-                    values[result_preview_at] = previews[rid]
-        per_row: dict[int, int] = {}
-        if has_count and table == "messages":
-            for _t, row_id, _s, _column, _k, n in findings:
-                per_row[row_id] = per_row.get(row_id, 0) + n
-        zero = 0 if redact else None
-        out_rows = []
-        for values in batch:
-            values = tuple(values)
-            if split is not None:
-                local = to_local(values[ts_at])
-                values = values[:split] + (local[:10] if local else None, local) + values[split:]
-            if has_count:
-                values = values + (per_row.get(values[0], zero),)
-            out_rows.append(values)
-        out.executemany(insert, out_rows)
-        if fts_rows:
-            out.executemany(f"INSERT INTO {shape.FTS_TABLE} (rowid, {shape.FTS_COLUMN}) VALUES (?, ?)", fts_rows)
-        if findings:
-            out.executemany("INSERT INTO redactions VALUES (?, ?, ?, ?, ?, ?)", findings)
+@dataclass
+class _Plan:
+    """One table's copy: the store columns read, the snapshot's stored columns, which session a
+    row belongs to (``id`` for sessions, ``session_id``, or None: a table of no session)."""
 
-    last = 0
-    while True:
-        rows = store.tuples(select, (last,))
-        if not rows:
-            break
-        prep.add(table, names, rows, write, text_cols)
-        count += len(rows)
-        last = rows[-1][0]
-    prep.drain()
-    return count
+    name: str
+    number: int  # the table's number in the state file
+    select: tuple[str, ...]
+    stored: tuple[str, ...]
+    session_col: str | None
+    local_from: str | None
+    text_cols: frozenset
+
+    @property
+    def per_session(self) -> bool:
+        return self.session_col is not None
 
 
-# Bump when the snapshot made from an unchanged store would differ (new
-# columns, indexes, search text): a snapshot of another format is rebuilt.
-SNAPSHOT_FORMAT = 2  # 2: credentials found anywhere are replaced everywhere
+def _plans(store: Store) -> list[_Plan]:
+    out = []
+    for number, (name, table) in enumerate(shape.tables().items()):
+        have = store.columns(name)
+        stored = [c for c, _ in shape.stored(name)]
+        helpers = {c for c, _ in shape.helpers(name)} | {COUNT_COLUMN}
+        wanted = [c for c in stored if c not in helpers]
+        if name == "messages":  # the generated columns' values, checked against their expressions
+            wanted += [c for c in shape.MESSAGE_DERIVED if c not in wanted]
+        select = ["id"] + [c for c in have if c in wanted and c != "id"]
+        types = dict(shape.columns(name))
+        types.update(dict(shape.columns(name)))
+        text = frozenset(c for c in select if c in ("id", "session_id") or types.get(c, "").startswith("str")
+                         or types.get(c) in ("text", "json"))
+        session_col = "id" if name == "sessions" else ("session_id" if "session_id" in have else None)
+        out.append(_Plan(name, number, tuple(select), tuple(stored), session_col, table.local_time_from, text))
+    return out
 
 
-def store_state(store: Store, zone_name: str, redact: bool) -> str:
-    """A short digest that changes whenever a snapshot of ``store`` would:
-    any committed import (each writes its file's parsed_files row, with the
-    time it was parsed; a replaced entry gets a new id), a migration, the
-    time zone, redaction, the code's version or snapshot format. Cheap: key
-    maxima and one small table's count."""
+def _shape_digest() -> str:
+    """Changes whenever the snapshot's shape would: tables, columns, expressions, indexes, format, version."""
     from . import __version__
 
-    parts: list = [__version__, SNAPSHOT_FORMAT, zone_name, redact, store.location, store.schema_version()]
-    for table in _tables():
-        parts.append(store.tuples(f"SELECT MAX(id) FROM [{table}]")[0][0])
-    parts.extend(store.tuples("SELECT COUNT(*), MAX(parsed_at), MAX(file_mtime_ns) FROM parsed_files")[0])
-    parts.extend(store.tuples("SELECT COUNT(*), MAX(updated_at) FROM sessions")[0])
-    return hashlib.sha256(orjson.dumps(parts, default=str)).hexdigest()[:32]
+    parts = [__version__, SNAPSHOT_FORMAT, TOKENIZE]
+    for name, table in shape.tables().items():
+        parts.append([name, shape.columns(name), sorted(shape.generated(name).items()), table.indexes, table.redact])
+    return row_hash(tuple(orjson.dumps(parts, default=str).decode()[i::7] for i in range(7))).__format__("x")
 
 
-def _snapshot_state(path: Path) -> str | None:
-    """The store state a snapshot was made from, or None (no file, not a
-    snapshot, an older snapshot without one, unreadable)."""
-    if not path.is_file():
-        return None
+# -- the schema, through sqlite-utils -----------------------------------------------------------
+
+_PY_TYPES = {"pk": int, "int": int, "bigint": int, "bool": int, "decimal": float, "float": float}
+FOREIGN_KEYS = {
+    "messages": [("session_id", "sessions", "id")],
+    "tool_calls": [("session_id", "sessions", "id"), ("message_id", "messages", "id"),
+                   ("result_message_id", "messages", "id")],
+    "entries": [("session_id", "sessions", "id")],
+    "entry_revisions": [("session_id", "sessions", "id")],
+}
+
+
+def _sql_type(abstract: str) -> str:
+    kind = abstract.partition("=")[0]
+    return {int: "INTEGER", float: "REAL"}.get(_PY_TYPES.get(kind), "TEXT")
+
+
+def _generated_ddl(ddl: str, gen: dict[str, str]) -> str:
+    """sqlite-utils' CREATE TABLE with the generated columns' definitions in their place (it
+    declares no generated columns: each is given to it as a plain column, then made one here)."""
+    for column, expr in gen.items():
+        line = re.compile(rf'(\n\s+"{re.escape(column)}" [A-Z]+)(,?\n)')
+        ddl, n = line.subn(lambda m: f"{m.group(1)} GENERATED ALWAYS AS ({expr}) VIRTUAL{m.group(2)}", ddl, count=1)
+        if n != 1:
+            raise RuntimeError(f"the snapshot's DDL has no column {column}")
+    return ddl
+
+
+def _create_schema(conn: sqlite3.Connection) -> None:
+    """Every table (through sqlite-utils: its columns in reading order, the primary key, the
+    archive's foreign keys; the generated columns made so in the same statement), the full-text
+    indexes, the marker and the redactions table."""
+    db = sqlite_utils.Database(conn)
+    for name in _tables():
+        cols = shape.columns(name)
+        names = {c for c, _ in cols}
+        types = {c: _PY_TYPES.get(t.partition("=")[0], str) for c, t in cols}
+        fks = [fk for fk in FOREIGN_KEYS.get(name, []) if fk[0] in names]
+        ddl = db.create_table_sql(name, types, pk="id", foreign_keys=fks)
+        conn.execute(_generated_ddl(ddl, shape.generated(name)))
+    # Contentless FTS5 (no copy of the text): sqlite-utils' enable_fts makes external-content tables
+    # over a column, and the indexed text here is computed (message_search_text, tool_call_search_text).
+    for fts in (shape.FTS_TABLE, shape.TOOL_FTS_TABLE):
+        conn.execute(f"CREATE VIRTUAL TABLE [{fts}] USING fts5({shape.FTS_COLUMN}, content='', "
+                     f"tokenize='{TOKENIZE}')")
+    db.create_table(shape.MARKER, {"key": str, "value": str}, pk="key")
+    db.create_table(shape.REDACTIONS, {"table_name": str, "row_id": int, "session_id": int, "column_name": str,
+                                       "kind": str, "count": int})
+
+
+def _create_indexes(conn: sqlite3.Connection, redact: bool) -> None:
+    db = sqlite_utils.Database(conn)
+    for table in shape.tables().values():
+        for cols in table.indexes:
+            db[table.name].create_index(list(cols), index_name=shape.index_name(table.name, cols))
+    for cols in shape.REDACTIONS_INDEXES:
+        db[shape.REDACTIONS].create_index(list(cols), index_name=shape.index_name(shape.REDACTIONS, cols))
+
+
+# -- writing rows -------------------------------------------------------------------------------
+
+class _Writer:
+    """Writes batches of store rows into the snapshot: each row with its redactions, local-time
+    offset, generated columns' helpers, full-text rows and (in the state file) hash."""
+
+    def __init__(self, out: sqlite3.Connection, state: State, prep: _Preparer, zone, redact: bool):
+        self.out = out
+        self.state = state
+        self.prep = prep
+        self.offsets = Offsets(zone)
+        self.redact = redact
+        self.counts: dict[str, int] = {}
+        self.sessions_written: set[int] = set()
+
+    def copy(self, plan: _Plan, rows: list[tuple]) -> None:
+        """Hand a batch of store rows (plan.select's columns) on; written when prepared."""
+        if not rows:
+            return
+        hashes = [(row[0], row_hash(row)) for row in rows]
+        self.prep.add(plan.name, plan.select, rows, lambda r, result: self._write(plan, r, result, hashes),
+                      plan.text_cols)
+
+    def _write(self, plan: _Plan, rows: list[tuple], result, hashes) -> None:
+        patches, findings, fts_rows, derived = result
+        at = {c: i for i, c in enumerate(plan.select)}
+        if patches:
+            rows = [list(row) for row in rows]
+            for index, patch in patches:
+                values = rows[index]
+                for column, value in patch.items():
+                    values[at[column]] = value
+        per_row: dict[int, int] = {}
+        for _t, row_id, _s, _column, _k, n in findings:
+            per_row[row_id] = per_row.get(row_id, 0) + n
+        zero = 0 if self.redact else None
+        name = plan.name
+        ts_at = at.get(plan.local_from) if plan.local_from else None
+        previews = self._result_previews(rows, at) if name == "tool_calls" else None
+        # each stored column: a store column, the offset, the count, a generated column's helper
+        width = len(plan.select)
+        extra = {shape.UTC_OFFSET: width, COUNT_COLUMN: width + 1}
+        for k, (column, _type) in enumerate(shape.helpers(name)[1 if plan.local_from else 0:]):
+            extra[column] = width + 2 + k
+        pick = [at[c] if c in at else extra.get(c, -1) for c in plan.stored]
+        none_at = width + 2 + 6  # a column this store lacks: NULL
+        pick = [none_at if p == -1 else p for p in pick]
+        getter = operator.itemgetter(*pick)
+        offsets = self.offsets
+        out_rows = []
+        pad = (None,) * 7
+        for index, values in enumerate(rows):
+            values = tuple(values)
+            if previews is not None:
+                rid = values[at["result_message_id"]]
+                if rid in previews:
+                    values = values[:at["result_preview"]] + (previews[rid],) + values[at["result_preview"] + 1:]
+            tail = (offsets(values[ts_at]) if ts_at is not None else None, per_row.get(values[0], zero))
+            tail += derived[index] if derived is not None else ()
+            out_rows.append(getter(values + tail + pad))
+        cols = ", ".join(f"[{c}]" for c in plan.stored)
+        self.out.executemany(f"INSERT INTO [{name}] ({cols}) VALUES ({', '.join('?' * len(plan.stored))})",
+                             out_rows)
+        if name == "tool_calls":
+            fts_rows = [(r[0], index_text(text)) for r in out_rows
+                        if (text := tool_call_search_text(*self._tool_text(plan, r)))]
+            if fts_rows:
+                self.out.executemany(f"INSERT INTO {shape.TOOL_FTS_TABLE} (rowid, {shape.FTS_COLUMN}) VALUES (?, ?)",
+                                     fts_rows)
+        elif fts_rows:
+            self.out.executemany(f"INSERT INTO {shape.FTS_TABLE} (rowid, {shape.FTS_COLUMN}) VALUES (?, ?)",
+                                 fts_rows)
+        if findings:
+            self.out.executemany(f"INSERT INTO {shape.REDACTIONS} VALUES (?, ?, ?, ?, ?, ?)", findings)
+        self.state.put(plan.number, hashes)
+        self.counts[name] = self.counts.get(name, 0) + len(out_rows)
+        if plan.session_col is not None:
+            s_at = plan.stored.index(plan.session_col)
+            self.sessions_written.update(r[s_at] for r in out_rows if r[s_at] is not None)
+
+    _tool_positions: tuple | None = None
+
+    def _tool_text(self, plan: _Plan, row: tuple) -> tuple:
+        if self._tool_positions is None:
+            self._tool_positions = tuple(plan.stored.index(c) for c in
+                                         ("tool_name", "command", "arguments", "result_preview"))
+        return tuple(row[i] for i in self._tool_positions)
+
+    def _result_previews(self, rows, at) -> dict:
+        """A tool call's result_preview is its result message's (redacted) preview, as the snapshot has it."""
+        ids = sorted({row[at["result_message_id"]] for row in rows if row[at["result_message_id"]] is not None})
+        out: dict = {}
+        for i in range(0, len(ids), 900):
+            chunk = ids[i:i + 900]
+            out.update(self.out.execute(f"SELECT id, text_preview FROM messages WHERE id IN "
+                                        f"({', '.join('?' * len(chunk))})", chunk))
+        return out
+
+    def remove(self, plan: _Plan, ids: list[int]) -> int:
+        """Take rows out of the snapshot (to go, or to be written again): their full-text rows (the
+        text they were indexed with, computed again from what the snapshot holds), redaction counts,
+        hashes. Returns how many there were."""
+        if not ids:
+            return 0
+        name = plan.name
+        gone = 0
+        for i in range(0, len(ids), 500):
+            chunk = ids[i:i + 500]
+            marks = ", ".join("?" * len(chunk))
+            if name == "messages":
+                old = self.out.execute(f"SELECT id, content_blocks, text_preview, session_id FROM messages "
+                                       f"WHERE id IN ({marks})", chunk).fetchall()
+                fts = [(r[0], index_text(t)) for r in old if (t := message_search_text(r[1], r[2]))]
+                self.out.executemany(f"INSERT INTO {shape.FTS_TABLE} ({shape.FTS_TABLE}, rowid, {shape.FTS_COLUMN}) "
+                                     "VALUES ('delete', ?, ?)", fts)
+            elif name == "tool_calls":
+                old = self.out.execute(f"SELECT id, tool_name, command, arguments, result_preview, session_id "
+                                       f"FROM tool_calls WHERE id IN ({marks})", chunk).fetchall()
+                fts = [(r[0], index_text(t)) for r in old if (t := tool_call_search_text(*r[1:5]))]
+                self.out.executemany(f"INSERT INTO {shape.TOOL_FTS_TABLE} ({shape.TOOL_FTS_TABLE}, rowid, "
+                                     f"{shape.FTS_COLUMN}) VALUES ('delete', ?, ?)", fts)
+            elif plan.session_col is not None:
+                old = self.out.execute(f"SELECT id, [{plan.session_col}] FROM [{name}] WHERE id IN ({marks})",
+                                       chunk).fetchall()
+            else:
+                old = self.out.execute(f"SELECT id, NULL FROM [{name}] WHERE id IN ({marks})", chunk).fetchall()
+            self.sessions_written.update(r[-1] for r in old if r[-1] is not None)
+            self.out.execute(f"DELETE FROM {shape.REDACTIONS} WHERE table_name = ? AND row_id IN ({marks})",
+                             (name, *chunk))
+            self.out.execute(f"DELETE FROM [{name}] WHERE id IN ({marks})", chunk)
+            gone += len(old)
+        self.state.drop(plan.number, ids)
+        self.counts[name] = self.counts.get(name, 0) - gone
+        return gone
+
+
+def _store_rows(store: Store, plan: _Plan, where: str = "", params: tuple = ()):
+    """The store's rows of a plan's table (``where``: more conditions), by id, in batches."""
+    cols = ", ".join(f"[{c}]" for c in plan.select)
+    extra = f" AND ({where})" if where else ""
+    select = f"SELECT {cols} FROM [{plan.name}] WHERE id > ?{extra} ORDER BY id LIMIT {BATCH}"
+    last = -(2 ** 63)
+    while True:
+        rows = store.tuples(select, (last, *params))
+        if not rows:
+            return
+        yield rows
+        last = rows[-1][0]
+
+
+def _store_rows_by_id(store: Store, plan: _Plan, ids: list[int]):
+    cols = ", ".join(f"[{c}]" for c in plan.select)
+    for i in range(0, len(ids), 500):
+        chunk = ids[i:i + 500]
+        rows = store.tuples(f"SELECT {cols} FROM [{plan.name}] WHERE id IN ({', '.join('?' * len(chunk))}) "
+                            "ORDER BY id", tuple(chunk))
+        if rows:
+            yield rows
+
+
+# -- marker -----------------------------------------------------------------------------------
+
+def _marker(conn: sqlite3.Connection) -> dict[str, str]:
     try:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-        try:
-            row = conn.execute(f"SELECT value FROM {shape.MARKER} WHERE key = 'store_state'").fetchone()
-        finally:
-            conn.close()
+        return dict(conn.execute(f"SELECT key, value FROM {shape.MARKER}"))
     except sqlite3.Error:
+        return {}
+
+
+def _write_marker(conn: sqlite3.Connection, values: dict) -> None:
+    conn.executemany(f"INSERT OR REPLACE INTO {shape.MARKER} (key, value) VALUES (?, ?)",
+                     [(k, None if v is None else str(v)) for k, v in values.items()])
+
+
+def _finish_counts(conn: sqlite3.Connection, sessions, redact: bool) -> int | None:
+    """sessions.secrets_redacted for ``sessions`` (None: all), and the snapshot's total."""
+    if not redact:
         return None
-    return row[0] if row else None
+    if sessions is None:
+        conn.execute(f"UPDATE sessions SET [{COUNT_COLUMN}] = COALESCE("
+                     f"(SELECT SUM(count) FROM {shape.REDACTIONS} r WHERE r.session_id = sessions.id), 0)")
+    else:
+        ids = sorted(sessions)
+        for i in range(0, len(ids), 500):
+            chunk = ids[i:i + 500]
+            conn.execute(f"UPDATE sessions SET [{COUNT_COLUMN}] = COALESCE((SELECT SUM(count) FROM "
+                         f"{shape.REDACTIONS} r WHERE r.session_id = sessions.id), 0) "
+                         f"WHERE id IN ({', '.join('?' * len(chunk))})", chunk)
+    return conn.execute(f"SELECT COALESCE(SUM(count), 0) FROM {shape.REDACTIONS}").fetchone()[0]
 
 
-def _file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(4 * 2**20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+def _table_counts(conn: sqlite3.Connection) -> dict[str, int]:
+    names = [*_tables(), shape.REDACTIONS]
+    return {t: conn.execute(f"SELECT COUNT(*) FROM [{t}]").fetchone()[0] for t in names}
 
+
+def _refresh_derived(conn: sqlite3.Connection, sessions) -> None:
+    """The derived tables of the snapshot's own rows (derived.py), for ``sessions`` (None: all)."""
+    try:
+        from .derived import refresh_session_list
+    except ImportError:  # (not merged yet)
+        return
+    refresh_session_list(conn, None if sessions is None else sorted(sessions))
+
+
+# -- leftovers and paths ---------------------------------------------------------------------------
 
 def remove_leftovers(target: Path) -> list[Path]:
     """Temporary files a killed export left beside ``target`` (its pid no longer
     runs, or this is it): removed, so they never pile up. Returns them."""
     gone = []
-    for pattern in (f".{target.name}.tmp-*", f".{inspect_path(target).name}.tmp-*"):
+    for pattern in (f".{target.name}.tmp-*", f".{target.name}.link-*", f".{state_path(target).name}.tmp-*",
+                    f".{inspect_path(target).name}.tmp-*", f".{target.name}.download-*"):
         for leftover in target.parent.glob(pattern):
-            pid = leftover.name.rsplit(".tmp-", 1)[-1].split("-", 1)[0]
+            pid = leftover.name.rsplit(next(m for m in (".tmp-", ".link-", ".download-") if m in leftover.name),
+                                       1)[-1].split("-", 1)[0]
             if pid.isdigit() and int(pid) != os.getpid() and _running(int(pid)):
                 continue  # another export's, still at work
+            try:
+                leftover.unlink()
+                gone.append(leftover)
+            except OSError:
+                pass
+    # a build killed between writing its file and pointing the link at it
+    current = os.readlink(target) if target.is_symlink() else None
+    for leftover in _generations(target):
+        if current is None or not leftover.name.startswith(current):
             try:
                 leftover.unlink()
                 gone.append(leftover)
@@ -448,117 +770,424 @@ def _running(pid: int) -> bool:
 
 
 def inspect_path(snapshot: Path) -> Path:
-    """The counts file beside a snapshot: ``snapshot.db`` -> ``snapshot-inspect.json``."""
+    """The counts file older snapshots had beside them (``snapshot-inspect.json``): removed by an
+    export, since a snapshot updated in place is served as a live file, not an immutable one."""
     return snapshot.with_name(snapshot.stem + "-inspect.json")
 
 
+# -- the two ways ----------------------------------------------------------------------------
+
+def _facts(store: Store, zone_name: str, redact: bool) -> dict[str, str]:
+    """What a snapshot must have been made with for an update to be exact."""
+    return {"shape": _shape_digest(), "timezone": zone_name, "redacted": "yes" if redact else "no",
+            "source": str(store.location), "store_schema": str(store.schema_version()),
+            "archive_number": str(store.archive_number())}
+
+
+def _why_full(target: Path, facts: dict, store_seq: int) -> tuple[str | None, State | None, sqlite3.Connection | None]:
+    """(why the snapshot must be built in full, or None; its state; a connection to it)."""
+    if not target.is_file():
+        return "no snapshot yet", None, None
+    spath = state_path(target)
+    if not spath.is_file():
+        return "no state file beside the snapshot", None, None
+    try:
+        conn = sqlite3.connect(str(target), isolation_level=None, timeout=30)
+        marker = _marker(conn)
+    except sqlite3.Error as exc:
+        return f"the snapshot cannot be read ({exc})", None, None
+    try:
+        state = State(spath)
+        meta = state.meta()
+    except (sqlite3.Error, OSError) as exc:
+        conn.close()
+        return f"the state file cannot be read ({exc})", None, None
+    why = None
+    if not marker.get("snapshot_id") or marker.get("snapshot_id") != meta.get("snapshot_id") or \
+            marker.get("generation") != meta.get("generation"):
+        why = "the state file is not this snapshot's"
+    else:
+        for key, label in (("shape", "the snapshot's format or AgentBase's version"), ("timezone", "the time zone"),
+                           ("redacted", "the redaction setting"), ("source", "the store"),
+                           ("archive_number", "the store"), ("store_schema", "the store's schema")):
+            if meta.get(key) != facts[key]:
+                why = f"{label} changed"
+                break
+        else:
+            if facts["archive_number"] == "None":
+                why = "the store has no change log"
+            elif int(meta.get("applied_seq") or 0) > store_seq:
+                why = "the store is older than the snapshot"
+    if why:
+        state.close()
+        conn.close()
+        return why, None, None
+    return None, state, conn
+
+
 def export_snapshot(store: Store, output: str | os.PathLike | None = None, timezone: str | None = None,
-                    progress=None, redact: bool = True, if_changed: bool = False) -> ExportReport:
-    """Build the snapshot at ``output`` (default: snapshot.db beside the embedded store).
+                    progress=None, redact: bool = True, if_changed: bool = False, full: bool = False) -> ExportReport:
+    """Bring the snapshot at ``output`` (default: snapshot.db beside the embedded store) up to date
+    with the store: in place when it can be, else built in full (see the module's text).
 
     ``redact`` (the default) replaces credentials in every transcript text
     with ``[REDACTED:<kind>]`` (see redact.py); the store keeps the originals.
-    ``if_changed``: leave the snapshot as it is when it was made from this
-    very store state, with the same time zone and redaction (see
-    :func:`store_state`); the report then says ``unchanged``.
+    ``full``: build a new file even when an update could do. ``if_changed`` is
+    kept for callers of old: an update that finds nothing new changes nothing
+    either way (the report says ``unchanged``).
     """
     started = time.perf_counter()
     target = Path(output).expanduser() if output else snapshot_path_for(store)
     zone_name, zone = resolve_zone(timezone)
-    # Taken before reading: a commit landing during the export changes the
-    # state, so the next if_changed run rebuilds rather than miss it.
-    try:
-        state = store_state(store, zone_name, redact)
-    except sqlite3.Error as exc:  # an unreadable store
-        raise StoreError(f"export failed: {exc}; {target} is unchanged") from None
-    inspect_file = inspect_path(target)
-    if if_changed and inspect_file.is_file() and _snapshot_state(target) == state:
-        report = ExportReport(str(target), zone_name, unchanged=True)
-        report.bytes = target.stat().st_size
-        report.elapsed_s = time.perf_counter() - started
-        return report
     if redact:
         from . import redact as _load_detectors  # noqa: F401  (once, before the worker forks)
-    tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
-    inspect_tmp = inspect_file.with_name(f".{inspect_file.name}.tmp-{os.getpid()}")
     remove_leftovers(target)
+    try:
+        with store.reading():  # one state of the store for the whole export
+            facts = _facts(store, zone_name, redact)
+            seq = store.change_seq()
+            why, state, conn = ("asked for (--full)", None, None) if full else _why_full(target, facts, seq)
+            if why is None:
+                try:
+                    report = _update(store, target, conn, state, zone, zone_name, redact, seq, progress)
+                finally:
+                    conn.close()
+                    state.close()
+                if report is not None:
+                    report.elapsed_s = time.perf_counter() - started
+                    return report
+                why = "the update found changes it cannot apply in place"
+            report = _build(store, target, zone, zone_name, redact, facts, seq, progress)
+            report.why_full = why
+    except sqlite3.Error as exc:  # the disk is full, the store is unreadable...
+        raise StoreError(f"export failed: {exc}; {target} is unchanged") from None
+    report.elapsed_s = time.perf_counter() - started
+    return report
+
+
+def generation_file(target: Path, snapshot_id: str) -> Path:
+    """Where a build's file lives: ``.snapshot.db.<id>`` beside ``snapshot.db``, a symbolic link
+    to the newest. A build never renames a file over one a reader may hold in WAL mode (SQLite
+    names the -wal after the file: a new file under the old name would be read with the old
+    file's -wal by whoever still has it open); it writes a new file and points the link at it.
+    A reader of the old file keeps reading it, whole, until it opens the name again."""
+    return target.with_name(f".{target.name}.{snapshot_id}")
+
+
+def _generations(target: Path) -> list[Path]:
+    """The build files of ``target`` (and their -wal and -shm), the link's own among them."""
+    prefix = f".{target.name}."
+    out = []
+    for path in target.parent.glob(f".{target.name}.*"):
+        rest = path.name[len(prefix):]
+        key = rest.split("-", 1)[0]
+        if len(key) == 32 and all(c in "0123456789abcdef" for c in key):
+            out.append(path)
+    return out
+
+
+def _point(target: Path, real: Path) -> None:
+    """Point ``target`` at ``real`` in one step, then remove the older builds' files."""
+    link = target.with_name(f".{target.name}.link-{os.getpid()}")
+    if link.is_symlink() or link.exists():
+        link.unlink()
+    os.symlink(real.name, link)
+    os.replace(link, target)
+    for old in _generations(target):
+        if not old.name.startswith(real.name):
+            try:
+                old.unlink()  # a reader that has it open keeps it until it closes it
+            except OSError:
+                pass
+
+
+def _build(store: Store, target: Path, zone, zone_name: str, redact: bool, facts: dict, seq: int,
+           progress) -> ExportReport:
+    """A new snapshot and state file, put in place (the state first, then the link)."""
+    snapshot_id = uuid.uuid4().hex
+    tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
+    spath = state_path(target)
+    state_tmp = spath.with_name(f".{spath.name}.tmp-{os.getpid()}")
     private_file(tmp)  # 0600 in a 0700 folder: the snapshot holds transcripts
     report = ExportReport(str(target), zone_name)
     out = sqlite3.connect(str(tmp), isolation_level=None)
+    state = State(state_tmp, create=True)
     prep = None
     try:
         out.execute("PRAGMA page_size = 16384")
         out.execute("PRAGMA journal_mode = OFF")  # a temporary file: a failure discards it whole
         out.execute("PRAGMA synchronous = OFF")
         out.execute("PRAGMA cache_size = -65536")
-        dialect = Dialect()
         out.execute("BEGIN")
-        for table in _tables():
-            out.execute(dialect.create_table(table, _snapshot_columns(table), []))
-        out.execute(f"CREATE VIRTUAL TABLE {shape.FTS_TABLE} USING fts5({shape.FTS_COLUMN}, content='', "
-                    f"tokenize='{TOKENIZE}')")
-        out.execute(f"CREATE TABLE {shape.MARKER} (key TEXT PRIMARY KEY, value TEXT)")
-        out.execute(shape.REDACTIONS_DDL)
+        state.begin()
+        _create_schema(out)
         # Fewer, larger merges while loading; 'optimize' merges all at the end.
         # A 64 MB term buffer (the default is 1 MB) writes far fewer small
         # segments to merge: the index of a million messages in a quarter
         # less time (27 s -> 20 s here).
-        fts = shape.FTS_TABLE
-        out.execute(f"INSERT INTO {fts} ({fts}, rank) VALUES ('automerge', 16)")
-        out.execute(f"INSERT INTO {fts} ({fts}, rank) VALUES ('hashsize', ?)", (64 * 2**20,))
-        to_local = LocalTime(zone)
-        prep = _Preparer(out, redact)
+        for fts in (shape.FTS_TABLE, shape.TOOL_FTS_TABLE):
+            out.execute(f"INSERT INTO {fts} ({fts}, rank) VALUES ('automerge', 16)")
+            out.execute(f"INSERT INTO {fts} ({fts}, rank) VALUES ('hashsize', ?)", (64 * 2**20,))
+        prep = _Preparer(redact)
+        writer = _Writer(out, state, prep, zone, redact)
         if redact:
+            from . import redact as R
+
             if progress:
                 progress("credentials")
-            prep.collect(store)
-        for table in _tables():
+            secrets = R.collect(store, redact_columns(), prep.pool)
+            prep.install(secrets)
+            state.add_secrets(secrets.values())
+        for plan in _plans(store):
             if progress:
-                progress(table)
-            report.rows[table] = _copy_table(store, out, table, to_local, prep)
+                progress(plan.name)
+            for rows in _store_rows(store, plan):
+                writer.copy(plan, rows)
+            prep.drain()
+            report.rows[plan.name] = writer.counts.get(plan.name, 0)
         prep.close()
-        if redact:
-            for cols in shape.REDACTIONS_INDEXES:
-                out.execute(f"CREATE INDEX [{shape.index_name(shape.REDACTIONS, cols)}] "
-                            f"ON {shape.REDACTIONS} ({', '.join(cols)})")
-            out.execute(f"UPDATE sessions SET [{COUNT_COLUMN}] = COALESCE("
-                        "(SELECT SUM(count) FROM redactions r WHERE r.session_id = sessions.id), 0)")
-            report.secrets_redacted = out.execute(f"SELECT COALESCE(SUM(count), 0) FROM {shape.REDACTIONS}").fetchone()[0]
-        report.rows["redactions"] = out.execute("SELECT COUNT(*) FROM redactions").fetchone()[0]
-        for table in shape.tables().values():
-            for cols in table.indexes:
-                out.execute(f"CREATE INDEX [{shape.index_name(table.name, cols)}] ON [{table.name}] "
-                            f"({', '.join(f'[{c}]' for c in cols)})")
-        out.executemany(
-            f"INSERT INTO {shape.MARKER} (key, value) VALUES (?, ?)",
-            [("exported_at", datetime.now(tz=None).astimezone().isoformat(timespec="seconds")),
-             ("timezone", zone_name), ("source", store.location), ("redacted", "yes" if redact else "no"),
-             ("secrets_redacted", str(report.secrets_redacted) if redact else ""), ("store_state", state)],
-        )
+        _create_indexes(out, redact)
+        report.secrets_redacted = _finish_counts(out, None, redact)
+        _refresh_derived(out, None)
+        counts = _table_counts(out)
+        report.rows["redactions"] = counts[shape.REDACTIONS]
+        marker = {"exported_at": datetime.now(tz=None).astimezone().isoformat(timespec="seconds"),
+                  "updated_at": None, "timezone": zone_name, "source": store.location,
+                  "redacted": "yes" if redact else "no",
+                  "secrets_redacted": str(report.secrets_redacted) if redact else "",
+                  "snapshot_id": snapshot_id, "generation": "1", "format": str(SNAPSHOT_FORMAT),
+                  "counts": json.dumps(counts)}
+        _write_marker(out, marker)
+        state.set_meta({**facts, "snapshot_id": snapshot_id, "generation": "1", "applied_seq": str(seq)})
         out.execute("COMMIT")
-        out.execute(f"INSERT INTO {fts} ({fts}) VALUES ('optimize')")
+        state.commit()
+        for fts in (shape.FTS_TABLE, shape.TOOL_FTS_TABLE):
+            out.execute(f"INSERT INTO {fts} ({fts}) VALUES ('optimize')")
         out.execute("ANALYZE")
+        out.execute("PRAGMA journal_mode = WAL")  # updated in place from now on, while Datasette reads it
         out.close()
         out = None
-        with open(tmp, "rb+") as f:
-            os.fsync(f.fileno())
-        counts = {"hash": _file_sha256(tmp), "size": tmp.stat().st_size, "file": target.name,
-                  "tables": {t: {"count": n} for t, n in report.rows.items()}}
-        private_file(inspect_tmp)
-        inspect_tmp.write_text(json.dumps({target.stem: counts}, indent=2))
-        os.replace(tmp, target)
-        os.replace(inspect_tmp, inspect_file)
-    except BaseException as exc:
+        state.close()
+        for path in (tmp, state_tmp):
+            with open(path, "rb+") as f:
+                os.fsync(f.fileno())
+        real = generation_file(target, snapshot_id)
+        os.replace(tmp, real)
+        # the state first: a snapshot without its own state is rebuilt, never updated with another's
+        os.replace(state_tmp, spath)
+        _point(target, real)
+        if inspect_path(target).exists():  # an older snapshot's counts file: served live now
+            inspect_path(target).unlink()
+    except BaseException:
         if prep is not None:
             prep.close()
         if out is not None:
             out.close()
-        for leftover in (tmp, inspect_tmp):
+        state.close()
+        for leftover in (tmp, state_tmp):
             if leftover.exists():
                 leftover.unlink()
-        if isinstance(exc, sqlite3.Error):  # the disk is full, the store is unreadable...
-            raise StoreError(f"export failed: {exc}; {target} is unchanged") from None
         raise
     report.bytes = target.stat().st_size
-    report.elapsed_s = time.perf_counter() - started
     return report
+
+
+def _update(store: Store, target: Path, conn: sqlite3.Connection, state: State, zone, zone_name: str,
+            redact: bool, seq: int, progress) -> ExportReport | None:
+    """Apply the store's changes since the snapshot last saw it, in one transaction; None when a
+    full build must do it instead."""
+    from . import redact as R
+
+    meta = state.meta()
+    applied = int(meta.get("applied_seq") or 0)
+    touched = store.changed_sessions(applied, seq)
+    plans = _plans(store)
+    # 1. which rows differ (their hash), which are gone; the credentials of the rows that differ
+    known = R.SecretSet(state.secrets()) if redact else None
+    detections: list[tuple[str, str]] = []
+    changes: dict[str, tuple[set, set]] = {}
+    detect = redact_columns()
+    for plan in plans:
+        write, gone = _differences(store, conn, state, plan, touched)
+        if write and redact and plan.name in detect:
+            for rows in _store_rows_by_id(store, plan, sorted(write)):
+                detections += R.detect_rows(plan.name, plan.select, rows, tuple(detect[plan.name]))
+        changes[plan.name] = (write, gone)
+    new_values = known.newer(detections) if redact else []
+    if not any(w or g for w, g in changes.values()) and not new_values:
+        report = ExportReport(str(target), zone_name, unchanged=True, mode="update")
+        report.bytes = target.stat().st_size
+        return report
+    secrets = known
+    if new_values:
+        if _overlaps(known, new_values):
+            return None  # a new value inside a known one (or the reverse): replaced anew only by a full build
+        secrets = R.SecretSet([*known.values(), *new_values])
+        # rows exported before that hold a new value (or one now of another kind) are written again
+        fresh = R.SecretSet(new_values)
+        for plan in plans:
+            changes[plan.name][0].update(_holding(conn, plan, fresh))
+    prep = _Preparer(redact, parallel=sum(len(w) for w, _ in changes.values()) > 20 * BATCH)
+    writer = _Writer(conn, state, prep, zone, redact)
+    try:
+        if redact:
+            prep.install(secrets)
+        conn.execute("BEGIN IMMEDIATE")
+        state.begin()
+        changed: dict[str, int] = {}
+        previews_changed: set[int] = set()
+        for plan in plans:
+            write, gone = changes[plan.name]
+            if plan.name == "tool_calls" and previews_changed:
+                write.update(_calls_of(conn, previews_changed))
+            in_snapshot = _present(conn, plan.name, write)
+            old_previews = _previews(conn, in_snapshot) if plan.name == "messages" else {}
+            n = writer.remove(plan, sorted(gone | in_snapshot))
+            for rows in _store_rows_by_id(store, plan, sorted(write)):
+                writer.copy(plan, rows)
+            prep.drain()
+            if old_previews:
+                new = _previews(conn, set(old_previews))
+                previews_changed = {i for i, p in old_previews.items() if new.get(i) != p}
+            changed[plan.name] = len(write) + len(gone - write) if (write or gone) else 0
+            del n
+        prep.close()
+        sessions = set(touched) | writer.sessions_written
+        secrets_total = _finish_counts(conn, sessions, redact)
+        _refresh_derived(conn, sessions)
+        marker = _marker(conn)
+        counts = json.loads(marker.get("counts") or "{}")
+        for name, delta in writer.counts.items():
+            counts[name] = counts.get(name, 0) + delta
+        counts[shape.REDACTIONS] = conn.execute(f"SELECT COUNT(*) FROM {shape.REDACTIONS}").fetchone()[0]
+        generation = str(int(marker.get("generation") or 0) + 1)
+        _write_marker(conn, {"updated_at": datetime.now(tz=None).astimezone().isoformat(timespec="seconds"),
+                             "secrets_redacted": str(secrets_total) if redact else "",
+                             "generation": generation, "counts": json.dumps(counts)})
+        if new_values:
+            state.add_secrets(new_values)
+        state.set_meta({"generation": generation, "applied_seq": str(seq)})
+        conn.execute("COMMIT")
+        state.commit()
+    except BaseException:
+        prep.close()
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        state.rollback()
+        raise
+    report = ExportReport(str(target), zone_name, mode="update", changed=changed,
+                          sessions_changed=len(sessions))
+    report.rows = {t: counts.get(t, 0) for t in _tables()}
+    report.secrets_redacted = secrets_total
+    report.bytes = target.stat().st_size
+    return report
+
+
+def _differences(store: Store, conn: sqlite3.Connection, state: State, plan: _Plan,
+                 touched: list[int]) -> tuple[set, set]:
+    """(ids of the store's rows to write: new, or with another hash; ids of the snapshot's rows the
+    store no longer has) among the rows of the touched sessions, of no session, or (a table of no
+    session) all."""
+    write: set[int] = set()
+    seen: set[int] = set()
+    snap_ids: set[int] = set()
+
+    def compare(rows) -> None:
+        hashes = state.hashes(plan.number, [r[0] for r in rows])
+        for row in rows:
+            seen.add(row[0])
+            if hashes.get(row[0]) != row_hash(row):
+                write.add(row[0])
+
+    if plan.session_col is None:
+        for rows in _store_rows(store, plan):
+            compare(rows)
+        snap_ids = set(state.hashes(plan.number))
+    else:
+        col = plan.session_col
+        for i in range(0, len(touched), 500):
+            chunk = tuple(touched[i:i + 500])
+            marks = ", ".join("?" * len(chunk))
+            for rows in _store_rows(store, plan, f"[{col}] IN ({marks})", chunk):
+                compare(rows)
+            snap_ids.update(r[0] for r in conn.execute(f"SELECT id FROM [{plan.name}] WHERE [{col}] IN ({marks})",
+                                                       chunk))
+        if col != "id":  # rows of no session yet (a source kind links them later)
+            for rows in _store_rows(store, plan, f"[{col}] IS NULL"):
+                compare(rows)
+            snap_ids.update(r[0] for r in conn.execute(f"SELECT id FROM [{plan.name}] WHERE [{col}] IS NULL"))
+    gone = snap_ids - seen
+    if gone and plan.session_col is not None:
+        # a row that moved to a session not touched is still in the store: written again, not lost
+        ids = sorted(gone)
+        for i in range(0, len(ids), 500):
+            chunk = ids[i:i + 500]
+            moved = {r[0] for r in store.tuples(f"SELECT id FROM [{plan.name}] WHERE id IN "
+                                                f"({', '.join('?' * len(chunk))})", tuple(chunk))}
+            write |= moved
+            gone -= moved
+    return write, gone
+
+
+def _present(conn: sqlite3.Connection, table: str, ids) -> set[int]:
+    ids = sorted(ids)
+    out: set[int] = set()
+    for i in range(0, len(ids), 500):
+        chunk = ids[i:i + 500]
+        out.update(r[0] for r in conn.execute(f"SELECT id FROM [{table}] WHERE id IN ({', '.join('?' * len(chunk))})",
+                                              chunk))
+    return out
+
+
+def _previews(conn: sqlite3.Connection, ids) -> dict[int, str | None]:
+    ids = sorted(ids)
+    out: dict[int, str | None] = {}
+    for i in range(0, len(ids), 500):
+        chunk = ids[i:i + 500]
+        out.update(conn.execute(f"SELECT id, text_preview FROM messages WHERE id IN ({', '.join('?' * len(chunk))})",
+                                chunk))
+    return out
+
+
+def _calls_of(conn: sqlite3.Connection, message_ids: set[int]) -> set[int]:
+    """The tool calls whose result is one of these messages (their result_preview is its preview)."""
+    ids = sorted(message_ids)
+    out: set[int] = set()
+    for i in range(0, len(ids), 500):
+        chunk = ids[i:i + 500]
+        out.update(r[0] for r in conn.execute(
+            f"SELECT id FROM tool_calls WHERE result_message_id IN ({', '.join('?' * len(chunk))})", chunk))
+    return out
+
+
+def _overlaps(known, new_values) -> bool:
+    """Whether a new value contains a known one or is contained in one: the rows holding it had
+    the known value replaced first, so only a full build replaces them as it would."""
+    if known is None or not known:
+        return False
+    olds = list(known.kinds)
+    for value, _kind in new_values:
+        for old in olds:
+            if old != value and (old in value or value in old):
+                return True
+    return False
+
+
+def _holding(conn: sqlite3.Connection, plan: _Plan, secrets) -> set[int]:
+    """The ids of the snapshot's rows whose text holds a value of ``secrets`` (in any of its forms)."""
+    from . import redact as R
+
+    text_cols = [c for c, t in shape.stored(plan.name) if t.startswith("str") or t in ("text", "json")]
+    if not text_cols:
+        return set()
+    select = (f"SELECT id, {', '.join(f'[{c}]' for c in text_cols)} FROM [{plan.name}] WHERE id > ? "
+              f"ORDER BY id LIMIT {BATCH}")
+    out: set[int] = set()
+    last = -(2 ** 63)
+    while True:
+        rows = conn.execute(select, (last,)).fetchall()
+        if not rows:
+            return out
+        hit = secrets.rows_hit([R.row_text(r[1:]) for r in rows])
+        out.update(rows[i][0] for i in hit)
+        last = rows[-1][0]

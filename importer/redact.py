@@ -1144,6 +1144,13 @@ class SecretSet:
     def values(self) -> list[tuple[str, str]]:
         return sorted(self.kinds.items())
 
+    def newer(self, values: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
+        """Of ``values`` (as this set would hold them: a PEM block's lines too), those this set
+        lacks or would replace with another kind's marker: what adding them changes."""
+        other = SecretSet(values)
+        return sorted((v, k) for v, k in other.kinds.items()
+                      if v not in self.kinds or _kind_rank(k) < _kind_rank(self.kinds[v]))
+
     def _build(self) -> None:
         entries: list[tuple[int, str, str, bool]] = []  # (length, pattern, kind, short)
         anchored: dict[str, list[int]] = {}

@@ -559,7 +559,7 @@ def test_chinese_titles_are_kept_and_found(snapshot, built):
 def test_the_snapshot_holds_the_kinds_tables_with_days_and_indexes(snapshot, built):
     with closing(sqlite3.connect(snapshot)) as conn:
         for table in OWN_TABLES:
-            cols = [r[1] for r in conn.execute(f"PRAGMA table_info({table})")]
+            cols = [r[1] for r in conn.execute(f"PRAGMA table_xinfo({table})")]
             assert "session_id" in cols or table == A.USAGE_DAILY
             if table != A.USAGE_DAILY:
                 assert "day" in cols and "local_time" in cols, table
@@ -572,9 +572,9 @@ def test_the_snapshot_holds_the_kinds_tables_with_days_and_indexes(snapshot, bui
 def test_the_audit_log_canned_query(snapshot, built):
     from datasette.app import Datasette
 
-    from datasette_agentbase.serve import load_inspect, load_metadata
+    from datasette_agentbase.serve import load_metadata
 
-    ds = Datasette(immutables=[str(snapshot)], metadata=load_metadata(snapshot), inspect_data=load_inspect(snapshot),
+    ds = Datasette([str(snapshot)], metadata=load_metadata(snapshot),
                    template_dir=str(REPO / "templates"))
     asyncio.run(ds.invoke_startup())
 

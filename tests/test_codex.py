@@ -975,10 +975,10 @@ def test_the_conversation_page_renders_a_codex_session(tmp_path):
         export_snapshot(store, tmp_path / "snapshot.db")
     finally:
         store.close()
-    from datasette_agentbase.serve import load_inspect, load_metadata
+    from datasette_agentbase.serve import load_metadata
 
     snap = tmp_path / "snapshot.db"
-    ds = Datasette(immutables=[str(snap)], metadata=load_metadata(snap), inspect_data=load_inspect(snap),
+    ds = Datasette([str(snap)], metadata=load_metadata(snap),
                    template_dir=str(REPO_ROOT / "templates"))
     asyncio.run(ds.invoke_startup())
     sid = sqlite3.connect(snap).execute("SELECT id FROM sessions WHERE session_uuid = ?", (r.sid,)).fetchone()[0]

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from importer.export import export_snapshot, inspect_path
+from importer.export import export_snapshot
 from importer.store import open_store
 from transcripts import Chain, exec_call, header, sessions_dir, write, do_import
 
@@ -125,10 +125,10 @@ class Site:
 
     def __init__(self, snapshot: Path):
         from datasette.app import Datasette
-        from datasette_agentbase.serve import load_inspect, load_metadata
+        from datasette_agentbase.serve import load_metadata
 
-        self.ds = Datasette(immutables=[str(snapshot)], metadata=load_metadata(snapshot),
-                            inspect_data=load_inspect(snapshot), template_dir=str(REPO / "templates"))
+        # served as `agentbase serve` serves it: a live file (datasette_agentbase/live.py)
+        self.ds = Datasette([str(snapshot)], metadata=load_metadata(snapshot), template_dir=str(REPO / "templates"))
         asyncio.run(self.ds.invoke_startup())
         self.db = snapshot.stem
 
@@ -503,14 +503,10 @@ def test_dashboard(site):
 def test_serve_applies_metadata_to_any_file_name(snapshot, tmp_path):
     import shutil
 
-    from datasette_agentbase.serve import load_inspect, load_metadata
+    from datasette_agentbase.serve import load_metadata
 
     other = tmp_path / "archive-2026.db"
     shutil.copy(snapshot, other)
-    assert load_inspect(other) is None  # no counts file of its own
-    shutil.copy(inspect_path(snapshot), inspect_path(other))
-    counts = load_inspect(other)
-    assert list(counts) == ["archive-2026"] and counts["archive-2026"]["tables"]["messages"]["count"] == 18
     metadata = load_metadata(other)
     assert "snapshot" not in metadata["databases"] and "exec_commands" in metadata["databases"]["archive-2026"]["queries"]
     site = Site(other)

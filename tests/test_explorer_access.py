@@ -44,14 +44,14 @@ class LockedSite:
     def __init__(self, snapshot: Path, monkeypatch, password: str = PASSWORD, no_sql: bool = False,
                  secret: str | None = None):
         from datasette.app import Datasette
-        from datasette_agentbase.serve import NO_SQL_SETTINGS, load_inspect, load_metadata, with_password
+        from datasette_agentbase.serve import NO_SQL_SETTINGS, load_metadata, with_password
 
         monkeypatch.setenv(VAR, password)
         settings = {"suggest_facets": False}
         if no_sql:  # as the command line gives them (strings) become, in Datasette's own settings
             settings.update({k: v != "off" for k, v in NO_SQL_SETTINGS.items()})
         self.metadata = with_password(load_metadata(snapshot), VAR)
-        self.ds = Datasette(immutables=[str(snapshot)], metadata=self.metadata, inspect_data=load_inspect(snapshot),
+        self.ds = Datasette([str(snapshot)], metadata=self.metadata,
                             template_dir=str(REPO / "templates"), settings=settings, secret=secret)
         asyncio.run(self.ds.invoke_startup())
         self.cookies: dict[str, str] = {}

@@ -30,7 +30,6 @@ import pytest
 from conversation_fixtures import PAYLOAD_FLAGS as KIND_PAYLOAD_FLAGS
 from conversation_fixtures import build_kinds_snapshot
 from test_explorer import SID_C, build_snapshot
-from test_explorer_pages import ensure_tool_calls_fts
 
 REPO = Path(__file__).resolve().parents[1]
 CHROMIUM = "/usr/bin/chromium"
@@ -89,7 +88,6 @@ def serving(snapshot: Path):
 def served(tmp_path_factory):
     """`agentbase serve` on the explorer tests' snapshot; yields its base URL."""
     snapshot = build_snapshot(tmp_path_factory.mktemp("browser"))
-    ensure_tool_calls_fts(snapshot)  # until the export builds it
     with serving(snapshot) as base:
         yield base
 

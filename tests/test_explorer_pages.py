@@ -20,6 +20,8 @@ from urllib.parse import quote
 
 import pytest
 
+from importer import shape
+
 import agent_server_fixture as AS
 import claude_code_fixtures as CC
 import codex_fixtures as CX
@@ -43,25 +45,6 @@ def pi_session() -> list[dict]:
                               "arguments": {"command": "ls -la /srv"}}], cost=0.001, tokens=100))
     objs.append(c.result("call_p1", "total 0", details={"exitCode": 0, "durationMs": 5}))
     return objs
-
-
-def ensure_tool_calls_fts(snapshot: Path) -> None:
-    """The tool_calls search index as the export is to build it (contentless FTS5, rowid = tool_calls.id,
-    over command, tool name, arguments and result preview, messages_fts's tokenizer), unless the
-    snapshot has it already."""
-    from importer.search import TOKENIZE, index_text
-
-    conn = sqlite3.connect(snapshot)
-    try:
-        if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'tool_calls_fts'").fetchone():
-            return
-        conn.execute(f"CREATE VIRTUAL TABLE tool_calls_fts USING fts5(body, content='', tokenize='{TOKENIZE}')")
-        rows = conn.execute("SELECT id, command, tool_name, arguments, result_preview FROM tool_calls").fetchall()
-        conn.executemany("INSERT INTO tool_calls_fts (rowid, body) VALUES (?, ?)",
-                         [(r[0], index_text(" ".join(str(v) for v in r[1:] if v))) for r in rows])
-        conn.commit()
-    finally:
-        conn.close()
 
 
 @pytest.fixture(scope="module")
@@ -356,7 +339,7 @@ def columns_shown(html: str) -> list[str]:
 
 def test_internal_columns_hidden_on_html_pages_only(site):
     conn = sqlite3.connect(f"file:{site.ds.databases['snapshot'].path}?mode=ro", uri=True)
-    every = [r[1] for r in conn.execute("PRAGMA table_info(messages)")]
+    every = [r[1] for r in conn.execute("PRAGMA table_xinfo(messages)")]
     conn.close()
     meta = site.ds.plugin_config("datasette-agentbase", database="snapshot", table="messages", fallback=False)
     hidden = meta["hidden_columns"]
@@ -396,22 +379,25 @@ def test_an_empty_result_says_so_without_a_schema_dump(site):
 
 def test_tool_calls_search(site, tmp_path):
     snapshot = Path(site.ds.databases["snapshot"].path)
-    has_index = sqlite3.connect(snapshot).execute(
-        "SELECT 1 FROM sqlite_master WHERE name = 'tool_calls_fts'").fetchone() is not None
-    # without the index (a snapshot exported before it existed) there is no search box to fail
-    assert ('id="_search"' in site.get("/snapshot/tool_calls").text) == has_index
+    conn = sqlite3.connect(snapshot)
+    assert conn.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (shape.TOOL_FTS_TABLE,)).fetchone()
+    conn.close()
+    assert 'id="_search"' in site.get("/snapshot/tool_calls").text
+    rows = site.get("/snapshot/tool_calls.json?_shape=array&_search=nginx").json()
+    assert [r["command"] for r in rows] == ["systemctl restart nginx"]
+    rows = site.get("/snapshot/tool_calls.json?_shape=array&_search=quokka").json()  # the command and its output
+    assert [r["command"] for r in rows] == ["tail -n 5 /var/log/quokka.log"]
+    rows = site.get("/snapshot/tool_calls.json?_shape=array&_search=read").json()  # a tool's name
+    assert [r["tool_name"] for r in rows] == ["read"]
+    assert "No rows match" in site.get("/snapshot/tool_calls?_search=zzzz").text
+    # a snapshot exported before the index existed shows no search box to fail
     copy = tmp_path / "snapshot.db"
     shutil.copy(snapshot, copy)
-    ensure_tool_calls_fts(copy)
-    searched = Site(copy)
-    assert 'id="_search"' in searched.get("/snapshot/tool_calls").text
-    rows = searched.get("/snapshot/tool_calls.json?_shape=array&_search=nginx").json()
-    assert [r["command"] for r in rows] == ["systemctl restart nginx"]
-    rows = searched.get("/snapshot/tool_calls.json?_shape=array&_search=quokka").json()  # the command and its output
-    assert [r["command"] for r in rows] == ["tail -n 5 /var/log/quokka.log"]
-    rows = searched.get("/snapshot/tool_calls.json?_shape=array&_search=read").json()  # a tool's name
-    assert [r["tool_name"] for r in rows] == ["read"]
-    assert "No rows match" in searched.get("/snapshot/tool_calls?_search=zzzz").text
+    conn = sqlite3.connect(copy)
+    conn.execute(f"DROP TABLE {shape.TOOL_FTS_TABLE}")
+    conn.commit()
+    conn.close()
+    assert 'id="_search"' not in Site(copy).get("/snapshot/tool_calls").text
 
 
 def test_behind_a_login_the_answers_stay_the_logins(tmp_path, monkeypatch):
@@ -441,7 +427,7 @@ def test_messages_read_time_agent_role_text_first(site):
     """The export orders the snapshot's columns for reading; the page keeps its order, less the hidden ones.
     Skipped on a snapshot in the former order (session_id right after id), until the export's change."""
     conn = sqlite3.connect(f"file:{site.ds.databases['snapshot'].path}?mode=ro", uri=True)
-    order = [r[1] for r in conn.execute("PRAGMA table_info(messages)")]
+    order = [r[1] for r in conn.execute("PRAGMA table_xinfo(messages)")]
     conn.close()
     if order[1] == "session_id":
         pytest.skip("the snapshot's columns are in the former order (the export's reordering is not merged)")

@@ -4,6 +4,7 @@ Chinese and English, atomic replacement, counts file."""
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import subprocess
 import sys
@@ -11,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from importer.export import export_snapshot, inspect_path
+from importer.export import export_snapshot
 from importer.search import fts_query
 from importer.store import StoreError, open_store
 from transcripts import CONTENT_TABLES, SID, Chain, exec_call, header, sessions_dir, write
@@ -95,37 +96,47 @@ def test_local_day_columns(snapshot):
     conn.close()
 
 
-def test_counts_file_serves_datasette(snapshot):
-    counts = json.loads(inspect_path(snapshot).read_text())
-    assert counts["snap"]["tables"]["messages"]["count"] == 5
+def test_a_live_snapshot_serves_datasette_with_its_own_counts(snapshot):
+    conn = sqlite3.connect(snapshot)
+    counts = json.loads(conn.execute("SELECT value FROM agentbase_snapshot WHERE key = 'counts'").fetchone()[0])
+    real = {t: conn.execute(f"SELECT COUNT(*) FROM [{t}]").fetchone()[0] for t in counts}
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    conn.close()
+    assert counts == real and counts["messages"] == 5
     from datasette.app import Datasette
     import asyncio
 
     async def go():
-        ds = Datasette(immutables=[str(snapshot)], inspect_data=counts,
-                       metadata={"databases": {"snap": {"tables": {"messages": {
-                           "fts_table": "messages_fts", "fts_pk": "id"}}}}})
+        ds = Datasette([str(snapshot)], metadata={"databases": {"snap": {"tables": {"messages": {
+            "fts_table": "messages_fts", "fts_pk": "id"}}}}})
+        await ds.invoke_startup()
         r = await ds.client.get("/snap/messages.json?_search=部署&_shape=array&_col=role")
-        return r.status_code, r.json()
+        return r.status_code, r.json(), await ds.databases["snap"].table_counts()
 
-    status, rows = asyncio.run(go())
+    status, rows, served = asyncio.run(go())
     assert status == 200 and [r["role"] for r in rows] == ["user"]
+    assert {t: served[t] for t in counts} == counts
 
 
-def test_replaced_atomically_while_read(tmp_path, snapshot):
+def test_a_full_build_is_a_new_file_while_the_old_one_is_read(tmp_path, snapshot):
     old = sqlite3.connect(f"file:{snapshot}?mode=ro", uri=True)
+    old.execute("BEGIN")
     before = old.execute("SELECT COUNT(*) FROM messages").fetchone()[0]
     db = f"sqlite:///{tmp_path / 'archive.db'}"
     c = Chain(start=900)
     write(sessions_dir(tmp_path / "state") / "0e0e0e0e-0000-4000-8000-000000000000.jsonl",
           [header("0e0e0e0e-0000-4000-8000-000000000000"), c.user("more")])
     assert cli("import", str(tmp_path / "state"), "--server", "s", "--db", db).returncode == 0
-    assert cli("export", "--db", db, "-o", str(snapshot)).returncode == 0
-    # the reader of the old file is undisturbed; a new reader sees the new file
+    run = cli("export", "--db", db, "-o", str(snapshot), "--full")
+    assert run.returncode == 0 and "built in full: asked for (--full)" in run.stderr, run.stderr
+    # the reader of the old file is undisturbed (it keeps the file it opened); a new reader sees the new file
     assert old.execute("SELECT COUNT(*) FROM messages").fetchone()[0] == before
     new = sqlite3.connect(snapshot)
     assert new.execute("SELECT COUNT(*) FROM messages").fetchone()[0] == before + 1
     assert not list(snapshot.parent.glob(".snap.db.tmp-*"))
+    # one build's file is left, the link's
+    builds = {p.name.split("-")[0] for p in snapshot.parent.glob(".snap.db.*")}  # (with its -wal and -shm)
+    assert builds == {os.readlink(snapshot)}
     old.close()
     new.close()
 
@@ -141,7 +152,7 @@ def _snapshot_rows(path: Path) -> dict:
     conn = sqlite3.connect(path)
     out = {}
     for table, cols in CONTENT_TABLES.items():
-        have = {r[1] for r in conn.execute(f"PRAGMA table_info({table})")}
+        have = {r[1] for r in conn.execute(f"PRAGMA table_xinfo({table})")}
         cols = ", ".join(c for c in cols.split(", ") if c in have)
         extra = ", day, local_time" if table in ("messages", "tool_calls") else ""
         out[table] = sorted(conn.execute(f"SELECT {cols}{extra} FROM {table}").fetchall(), key=repr)
@@ -223,20 +234,21 @@ def _if_changed_cycle(tmp_path: Path, url: str) -> None:
     # a rerun that finds nothing new leaves the store, and so the snapshot, as it was
     assert cli("import", str(root), "--server", "s", "--db", url).returncode == 0
     assert export(timezone="Europe/Berlin").unchanged and _file_id(out) == made
-    # an import that adds a message: rebuilt, and the message is in it
+    # an import that adds a message: applied in place (the same file), and the message is in it
     _append_turn(root, "请检查备份任务 checkpoint-otter")
     assert cli("import", str(root), "--server", "s", "--db", url).returncode == 0
     grown = export(timezone="Europe/Berlin")
-    assert not grown.unchanged and grown.rows["messages"] == 6
+    assert not grown.unchanged and grown.mode == "update" and grown.rows["messages"] == 6
+    assert grown.sessions_changed == 1 and grown.changed["messages"] == 1, grown.summary()
+    assert out.stat().st_ino == made[0]
     assert search(out, "checkpoint-otter") == ["user"] and search(out, "备份") == ["user"]
-    # without the flag, export always rebuilds
-    made = _file_id(out)
+    # full=True (export --full) builds a new file however little changed
     store = open_store(url)
     try:
-        assert not export_snapshot(store, out, timezone="Europe/Berlin").unchanged
+        rebuilt = export_snapshot(store, out, timezone="Europe/Berlin", full=True)
     finally:
         store.close()
-    assert _file_id(out) != made
+    assert rebuilt.mode == "full" and rebuilt.rows["messages"] == 6 and out.stat().st_ino != made[0]
     # a snapshot made from another store at the same path is rebuilt from this one
     other = f"sqlite:///{tmp_path / 'other.db'}"
     assert cli("import", str(corpus(tmp_path / "other")), "--server", "o", "--db", other).returncode == 0

@@ -246,7 +246,10 @@ def test_a_killed_exports_temporary_files_are_removed_by_the_next(tmp_path):
     run("import", tmp_path / "state", "--db", f"sqlite:///{db}")
     dead = 2**22 + 12345  # no such process
     left = [tmp_path / f".snapshot.db.tmp-{dead}", tmp_path / f".snapshot.db.tmp-{dead}-journal",
-            tmp_path / f".snapshot-inspect.json.tmp-{dead}"]
+            tmp_path / f".snapshot-state.db.tmp-{dead}", tmp_path / f".snapshot.db.link-{dead}",
+            tmp_path / f".snapshot.db.download-{dead}-1",
+            # a build killed after writing its file, before pointing the link at it
+            tmp_path / ".snapshot.db.0123456789abcdef0123456789abcdef"]
     for p in left:
         p.write_bytes(b"half an export")
     assert run("export", "--db", f"sqlite:///{db}", "-o", tmp_path / "snapshot.db").returncode == 0
@@ -261,7 +264,8 @@ def test_the_archive_and_the_snapshot_are_private(tmp_path, monkeypatch):
     env = dict(os.environ, AGENTBASE_HOME=str(home))
     assert run("import", tmp_path / "state", env=env).returncode == 0
     assert run("export", env=env).returncode == 0
-    for name in ("agentbase.db", "snapshot.db", "snapshot-inspect.json"):
+    # the snapshot (through its link), and its state file, which holds the credential values found
+    for name in ("agentbase.db", "snapshot.db", "snapshot-state.db"):
         assert stat.S_IMODE((home / name).stat().st_mode) == 0o600, name
     assert stat.S_IMODE(home.stat().st_mode) == 0o700
     # an older archive that others could read is made private when opened

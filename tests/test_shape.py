@@ -42,8 +42,7 @@ def test_every_facet_and_sort_of_the_metadata_has_an_index():
 
 
 def test_metadata_names_only_tables_the_snapshot_has():
-    # tool_calls_fts: the search index of tool_calls the export is to build (metadata.yml's fts_table)
-    own = set(shape.TABLES) | {shape.FTS_TABLE, "tool_calls_fts", shape.MARKER, shape.REDACTIONS, "_migrations"}
+    own = set(shape.TABLES) | {shape.FTS_TABLE, shape.TOOL_FTS_TABLE, shape.MARKER, shape.REDACTIONS, "_migrations"}
     assert set(_metadata_tables()) <= own
 
 
@@ -60,7 +59,7 @@ def test_a_snapshot_has_exactly_the_declared_shape(tmp_path):
     conn = sqlite3.connect(tmp_path / "snap.db")
     try:
         for table in shape.TABLES:
-            got = [r[1] for r in conn.execute(f"PRAGMA table_info([{table}])")]
+            got = [r[1] for r in conn.execute(f"PRAGMA table_xinfo([{table}])")]
             assert got == [c for c, _ in shape.columns(table)], table
             indexes = {r[1] for r in conn.execute(f"PRAGMA index_list([{table}])")}
             assert indexes == {shape.index_name(table, cols) for cols in shape.TABLES[table].indexes}, table

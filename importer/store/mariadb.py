@@ -410,6 +410,22 @@ class MariaDBStore(Store):
                 self._forget()
 
     @contextmanager
+    def reading(self) -> Iterator[None]:
+        """One consistent read (REPEATABLE READ snapshot) for everything read inside."""
+        if self._in_tx:
+            yield
+            return
+        self.settle()
+        self._plain("START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY")
+        try:
+            yield
+        finally:
+            try:
+                self._plain("COMMIT")
+            except Exception:  # the connection is gone: nothing to end
+                pass
+
+    @contextmanager
     def transaction(self, defer: bool = False) -> Iterator[None]:
         """One write transaction under the store's named lock.
 

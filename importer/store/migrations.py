@@ -138,6 +138,12 @@ def _migration_change_log(store: "Store") -> None:
                   "n BIGINT NOT NULL)")
     if not store.query(f"SELECT 1 FROM {CHANGE_COUNTER} WHERE id = 1"):
         store.execute(f"INSERT INTO {CHANGE_COUNTER} (id, n) VALUES (1, 0)")
+    if not store.query(f"SELECT 1 FROM {CHANGE_COUNTER} WHERE id = 2"):
+        # row 2: this archive's own number, so a snapshot never takes another archive's log for its own
+        # (a store deleted and imported again at the same path starts its numbers again)
+        import secrets
+
+        store.execute(f"INSERT INTO {CHANGE_COUNTER} (id, n) VALUES (2, ?)", (secrets.randbits(62),))
 
 
 def ensure_source_tables(store: "Store") -> None:

@@ -138,6 +138,29 @@ class Store:
         rows = self.tuples(f"SELECT n FROM {CHANGE_COUNTER} WHERE id = 1")
         return int(rows[0][0]) if rows else 0
 
+    def archive_number(self) -> int | None:
+        """A random number this archive drew when its change log began (None: no log yet)."""
+        if CHANGES not in self._log_tables():
+            return None
+        rows = self.tuples(f"SELECT n FROM {CHANGE_COUNTER} WHERE id = 2")
+        return int(rows[0][0]) if rows else None
+
+    @contextmanager
+    def reading(self) -> Iterator[None]:
+        """One read transaction: every read inside sees the same committed state of the store
+        (the export's, so that a commit landing meanwhile is either all in the snapshot or not at all)."""
+        if self._in_tx:
+            yield
+            return
+        self.conn.execute("BEGIN")
+        try:
+            yield
+        finally:
+            try:
+                self.conn.execute("COMMIT")
+            except sqlite3.Error:
+                pass
+
     def changed_sessions(self, after: int, upto: int) -> list[int]:
         """The sessions changed by transactions ``after < number <= upto``."""
         if CHANGES not in self._log_tables():

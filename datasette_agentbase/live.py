@@ -1,0 +1,188 @@
+"""A snapshot served while `agentbase export` changes it.
+
+An update writes in place, in one transaction, in WAL mode: every read sees
+the snapshot before it or after it, whole. A full build writes a new file and
+points the snapshot's name (a symbolic link) at it. Datasette keeps one
+connection per thread and database, opened once; :class:`SnapshotDatabase`
+opens it again when the name points at another file, so the first query after
+a full build reads the new one. Its table counts are the export's own (kept in
+the snapshot's marker table), exact and free, where Datasette would count a
+million rows with a time limit. ``version(conn)`` names what a connection
+sees (the build and its update number): the plugin's caches are keyed on it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sqlite3
+import threading
+
+from datasette.database import Database
+
+from importer import shape
+
+
+def version(conn: sqlite3.Connection) -> tuple:
+    """(build id, update number) of the snapshot this connection reads; () for another database."""
+    try:
+        rows = dict(conn.execute(f"SELECT key, value FROM {shape.MARKER} WHERE key IN ('snapshot_id', 'generation')"))
+    except sqlite3.Error:
+        return ()
+    return (rows.get("snapshot_id"), rows.get("generation"))
+
+
+def _file(path: str) -> tuple | None:
+    try:
+        st = os.stat(path)  # (through the link: the file it names now)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino)
+
+
+class SnapshotDatabase(Database):
+    """A Datasette database on a snapshot that is updated in place and, now and then, replaced."""
+
+    def __init__(self, ds, path: str):
+        super().__init__(ds, path=path, is_mutable=True)
+        self._local = threading.local()
+        self._gone_lock = threading.Lock()
+
+    def _connection(self) -> sqlite3.Connection:
+        local = self._local
+        now = _file(self.path)
+        conn = getattr(local, "conn", None)
+        if conn is not None and (now is None or local.file == now):
+            return conn
+        if conn is not None:  # the name points at a new build: its old file is read no more
+            with self._gone_lock:
+                if conn in self._all_file_connections:
+                    self._all_file_connections.remove(conn)
+            conn.close()
+        conn = self.connect()
+        self.ds._prepare_connection(conn, self.name)
+        local.conn, local.file = conn, now
+        return conn
+
+    async def execute_fn(self, fn):
+        if self.ds.executor is None:  # Datasette's non-threaded mode
+            return fn(self._connection())
+        return await asyncio.get_event_loop().run_in_executor(self.ds.executor, lambda: fn(self._connection()))
+
+    async def table_counts(self, limit=10):
+        def counts(conn):
+            try:
+                row = conn.execute(f"SELECT value FROM {shape.MARKER} WHERE key = 'counts'").fetchone()
+                return json.loads(row[0]) if row and row[0] else {}
+            except (sqlite3.Error, ValueError):
+                return {}
+
+        known = await self.execute_fn(counts)
+        if not known:
+            return await super().table_counts(limit)
+        # the archive's tables and the redactions, as the export counted them (its full-text
+        # indexes' own tables and the marker are not listed, as with the counts file of old)
+        names = set(await self.table_names())
+        return {table: n for table, n in known.items() if table in names}
+
+
+def is_snapshot_file(path: str) -> bool:
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    except sqlite3.Error:
+        return False
+    try:
+        return conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
+                            (shape.MARKER,)).fetchone() is not None
+    except sqlite3.Error:
+        return False
+    finally:
+        conn.close()
+
+
+def take_over(datasette) -> list[str]:
+    """Serve every snapshot file Datasette opened (mutable, not immutable) as a SnapshotDatabase,
+    under the same name and route; returns their names."""
+    names = []
+    for name, db in list(datasette.databases.items()):
+        if isinstance(db, SnapshotDatabase) or db.is_memory or not db.path or not db.is_mutable:
+            continue
+        if not is_snapshot_file(db.path):
+            continue
+        live = SnapshotDatabase(datasette, db.path)
+        route = db.route
+        datasette.remove_database(name)
+        datasette.add_database(live, name=name, route=route)
+        db.close()
+        names.append(name)
+    return names
+
+
+class _Stream:
+    """An open file sent as a download (it has no name on disk any more: nothing to clean up)."""
+
+    def __init__(self, f, filename: str, size: int):
+        self.f, self.filename, self.size = f, filename, size
+
+    async def asgi_send(self, send):
+        from datasette.utils.asgi import asgi_start
+
+        headers = {"content-disposition": f'attachment; filename="{self.filename}"', "content-length": str(self.size)}
+        await asgi_start(send, 200, headers, "application/octet-stream")
+        loop = asyncio.get_event_loop()
+        try:
+            while True:
+                chunk = await loop.run_in_executor(None, self.f.read, 1 << 20)
+                await send({"type": "http.response.body", "body": chunk, "more_body": bool(chunk)})
+                if not chunk:
+                    break
+        finally:
+            self.f.close()
+
+
+async def download_view(datasette, request):
+    """``/<db>.db``: the whole snapshot, as one consistent copy (SQLite's backup API from a read
+    transaction: an update landing meanwhile is in it whole or not at all). Datasette itself
+    refuses to send a file that may change while it is sent."""
+    from datasette.utils.asgi import AsgiFileDownload, Forbidden, NotFound
+
+    name = request.url_vars["database"]
+    try:
+        db = datasette.get_database(route=name)
+    except KeyError:
+        raise NotFound("Database not found")
+    await datasette.ensure_permissions(request.actor, [("view-database-download", db.name),
+                                                       ("view-database", db.name), "view-instance"])
+    if not datasette.setting("allow_download") or db.is_memory or not db.path:
+        raise Forbidden("Database download is forbidden")
+    if not isinstance(db, SnapshotDatabase):
+        if db.is_mutable:
+            raise Forbidden("Database download is forbidden")
+        return AsgiFileDownload(db.path, filename=os.path.basename(db.path))
+    folder = os.path.dirname(os.path.abspath(db.path))
+    copy = os.path.join(folder, f".{os.path.basename(db.path)}.download-{os.getpid()}-{threading.get_ident()}")
+
+    def make():
+        from importer.store import private_file
+
+        private_file(copy)
+        src = sqlite3.connect(f"file:{db.path}?mode=ro", uri=True)
+        dst = sqlite3.connect(copy)
+        try:
+            src.backup(dst)
+            dst.execute("PRAGMA journal_mode = DELETE")  # one file, for whoever opens it next
+        finally:
+            dst.close()
+            src.close()
+        f = open(copy, "rb")
+        os.unlink(copy)
+        return f, os.fstat(f.fileno()).st_size
+
+    try:
+        f, size = await asyncio.get_event_loop().run_in_executor(None, make)
+    except BaseException:
+        if os.path.exists(copy):
+            os.unlink(copy)
+        raise
+    return _Stream(f, os.path.basename(db.path), size)
