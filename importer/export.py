@@ -25,6 +25,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import orjson
 
+from . import derived
 from . import parser as P
 from . import shape
 from .search import TOKENIZE, index_text
@@ -377,7 +378,7 @@ def _copy_table(store: Store, out: sqlite3.Connection, table: str, to_local: Loc
 
 # Bump when the snapshot made from an unchanged store would differ (new
 # columns, indexes, search text): a snapshot of another format is rebuilt.
-SNAPSHOT_FORMAT = 2  # 2: credentials found anywhere are replaced everywhere
+SNAPSHOT_FORMAT = 3  # 2: credentials found anywhere are replaced everywhere; 3: the session list (derived.py)
 
 
 def store_state(store: Store, zone_name: str, redact: bool) -> str:
@@ -525,6 +526,7 @@ def export_snapshot(store: Store, output: str | os.PathLike | None = None, timez
                         "(SELECT SUM(count) FROM redactions r WHERE r.session_id = sessions.id), 0)")
             report.secrets_redacted = out.execute(f"SELECT COALESCE(SUM(count), 0) FROM {shape.REDACTIONS}").fetchone()[0]
         report.rows["redactions"] = out.execute("SELECT COUNT(*) FROM redactions").fetchone()[0]
+        report.rows[derived.TABLE] = derived.refresh_session_list(out)  # the session browser's (derived.py)
         for table in shape.tables().values():
             for cols in table.indexes:
                 out.execute(f"CREATE INDEX [{shape.index_name(table.name, cols)}] ON [{table.name}] "
