@@ -46,7 +46,7 @@ from markupsafe import Markup
 from importer import shape
 from importer.search import fts_query
 
-from . import access, conversation, dashboard, render
+from . import access, browser, conversation, dashboard, render
 from .snippets import snippet
 
 HERE = Path(__file__).resolve().parent
@@ -451,7 +451,7 @@ async def css_view(datasette, request):
 
 @hookimpl
 def register_routes(datasette):
-    routes = [
+    routes = browser.ROUTES + [  # the session browser: the home page (browser.py)
         (r"^/-/agentbase/session/(?P<id>\d+)$", session_view),
         (r"^/-/agentbase/?$", dashboard_view),
         (r"^/-/agentbase/login$", access.login_view),

@@ -115,11 +115,12 @@ def build(tmp: Path, name: str = "snapshot.db") -> Path:
     write(sessions_dir(alpha, "main") / f"{s}.jsonl",
           session(s, utc("2026-04-06", 3), HOSTILE_PROMPT, fail=True, think=True, unpriced=True))
     (sessions_dir(alpha, "main") / "sessions.json").write_text(json.dumps(index, ensure_ascii=False))
-    # beta: two sessions ending at the very same instant (agents main and ops), one over midnight local
+    # beta: two sessions ending at the very same instant (agents main and ops), both over local midnight
     for agent in ("main", "ops"):
         s = sid()
         write(sessions_dir(beta, agent) / f"{s}.jsonl",
-              session(s, utc("2026-04-05", 15, 58), f"a {agent} night shift", turns=2, think=agent == "ops"))
+              session(s, utc("2026-04-05", 15, 59) + timedelta(seconds=55), f"a {agent} night shift", turns=2,
+                      think=agent == "ops"))
     # beta/ops: a model call that ended in an error (no tool call failed)
     s = sid()
     c = Chain()

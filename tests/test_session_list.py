@@ -121,9 +121,9 @@ def test_the_figures_the_fixture_planted(db):
     # the two night shifts end at the same instant (the keyset's tie)
     night = [r for r in rows if r["title"] in ("a main night shift", "a ops night shift")]
     assert len({r["last_message_at"] for r in night}) == 1
-    # over local midnight: 15:58 UTC is 23:58 in Shanghai, and the second round goes on past it
-    assert {r["first_day"] for r in night} == {"2026-04-05"}
-    assert all(r["started_local"].startswith("2026-04-05 23:58") for r in night)
+    # over local midnight: 15:59:55 UTC is 23:59:55 in Shanghai, and the second round goes on past it
+    assert {(r["first_day"], r["last_day"]) for r in night} == {("2026-04-05", "2026-04-06")}
+    assert all(r["started_local"] == "2026-04-05 23:59:56.000" for r in night)
     long = next(r for r in rows if r["first_prompt"] and r["first_prompt"].startswith("Please look at the quokka"))
     assert len(long["first_prompt"]) == derived.PROMPT_CHARS and long["first_prompt"].endswith("…")
     assert len(long["title"]) == derived.TITLE_CHARS and long["title"].endswith("…")
