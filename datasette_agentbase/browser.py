@@ -373,6 +373,7 @@ async def sessions_view(datasette, request, as_json: bool = False):
         "self_href": self_href,
         "keep_db": keep_db,
         "f": f,
+        "page_size": PAGE_SIZE,
         "rows": [present(r) for r in rows],
         "count": data["count"],
         "skipped": data["skipped"],
