@@ -15,7 +15,12 @@ snapshot with a real `agentbase serve` on a free loopback port and prints the me
   - the dashboard: its cube (one pass over the messages, made at start-up in a thread: the time
     until the first visit is answered), then each preset (today, 7, 30, 90 days, a year, all) and a
     server, a source and an agent filter: the first visit (summed from the cube) and the median
-    (cached) (target < 1 s, well under).
+    (cached) (target < 1 s, well under);
+  - the session browser (the home page, from the snapshot's session_list): the first page, as JSON,
+    each day preset, a past range, each filter (agent, server, source, has errors, has thinking),
+    searches, everything at once, and a page from the middle of the list (keyset) (target < 300 ms);
+    and what building session_list cost inside the export (or, on a reused snapshot made before it
+    existed, when added in place).
 
 Usage: python3 bench/explorer_bench.py [--messages 1000000] [--size-mb 120] [--repeat 7] [--workdir DIR]
 With --workdir the snapshot is kept and reused by the next run (delete the folder to rebuild).
@@ -36,15 +41,17 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from urllib.parse import quote
+from datetime import date, timedelta
+from urllib.parse import quote, urlencode
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
-from importer import demo  # noqa: E402
+from importer import demo, derived  # noqa: E402
 from importer.export import export_snapshot  # noqa: E402
 from importer.store import open_store  # noqa: E402
+from importer.search import fts_query  # noqa: E402
 from store_bench import replicate  # noqa: E402
 
 LONG_SESSION_MESSAGES = 2000
@@ -81,9 +88,38 @@ def run(cmd: list[str]) -> None:
         sys.exit(f"{' '.join(cmd[:4])} failed: {proc.stderr[-600:]}")
 
 
+_session_list_s: list[float] = []
+
+
+def _timed_session_list(refresh):
+    """refresh_session_list, timed: what the session list costs inside the export."""
+    def timed(conn, session_ids=None):
+        started = time.perf_counter()
+        try:
+            return refresh(conn, session_ids)
+        finally:
+            _session_list_s.append(time.perf_counter() - started)
+    return timed
+
+
+def reusable(snapshot: Path) -> bool:
+    """A snapshot a former run built, of this export's format (else it is built again)."""
+    from importer.export import SNAPSHOT_FORMAT
+
+    try:
+        conn = sqlite3.connect(f"file:{snapshot}?mode=ro", uri=True)
+        try:
+            row = conn.execute("SELECT value FROM agentbase_snapshot WHERE key = 'format'").fetchone()
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return False
+    return bool(row) and row[0] == str(SNAPSHOT_FORMAT)
+
+
 def build(work: Path, messages: int, size_mb: float, seed: int) -> Path:
     snapshot = work / "snapshot.db"
-    if snapshot.exists():
+    if snapshot.exists() and reusable(snapshot):
         print(f"reusing {snapshot}", flush=True)
         return snapshot
     archive = work / "archive.db"
@@ -103,16 +139,50 @@ def build(work: Path, messages: int, size_mb: float, seed: int) -> Path:
     total = replicate(archive, messages)
     print(f"  exporting {total:,} messages ...", flush=True)
     store = open_store(f"sqlite:///{archive}")
+    refresh = derived.refresh_session_list
+    derived.refresh_session_list = _timed_session_list(refresh)
     try:
-        report = export_snapshot(store, work / ".snapshot-building.db", timezone="Asia/Shanghai")
+        # (the file appears under its name only once built: a killed run leaves no half snapshot)
+        report = export_snapshot(store, snapshot, timezone="Asia/Shanghai", full=True)
     finally:
+        derived.refresh_session_list = refresh
         store.close()
-    (work / ".snapshot-building.db").rename(snapshot)
-    (work / ".snapshot-building-inspect.json").rename(work / "snapshot-inspect.json")
     archive.unlink()
     shutil.rmtree(work / "tree", ignore_errors=True)
     print(f"  {report.summary()}; built in {time.perf_counter() - started:.0f} s", flush=True)
     return snapshot
+
+
+def session_list_checks(conn: sqlite3.Connection, agent: str, server: str) -> list[tuple[str, str]]:
+    """The session browser's pages to time: every filter, searches, all at once, a page mid-list."""
+    total, latest = conn.execute(f"SELECT COUNT(*), MAX(last_day) FROM {derived.TABLE}").fetchone()
+    at, row_id = conn.execute(f"SELECT last_message_at, id FROM {derived.TABLE} "
+                              "ORDER BY last_message_at DESC, id DESC LIMIT 1 OFFSET ?", (total // 2,)).fetchone()
+    month_ago = (date.fromisoformat(latest) - timedelta(days=60)).isoformat()
+    month_end = (date.fromisoformat(latest) - timedelta(days=31)).isoformat()
+    hits = {}
+    for q in ("部署", "redis", '"latency graphs"'):
+        hits[q] = conn.execute(f"SELECT COUNT(*) FROM {derived.FTS} WHERE {derived.FTS} MATCH ?",
+                               (fts_query(q),)).fetchone()[0]
+    checks = [(f"sessions: the home page ({total:,} sessions)", "/"),
+              ("sessions JSON, first page", "/-/agentbase/sessions.json"),
+              ("sessions JSON, 500 rows", "/-/agentbase/sessions.json?limit=500")]
+    checks += [(f"sessions days={d}", f"/?days={d}") for d in ("1", "7", "30")]
+    checks += [(f"sessions from={month_ago} to={month_end}", f"/?from={month_ago}&to={month_end}"),
+               (f"sessions agent={agent}", f"/?agent={quote(agent)}"),
+               (f"sessions server={server}", f"/?server={quote(server)}"),
+               ("sessions source=openclaw", "/?source=openclaw"),
+               ("sessions has errors", "/?errors=1"),
+               ("sessions has thinking", "/?thinking=1")]
+    checks += [(f"sessions q={q} ({n:,} sessions)", f"/?q={quote(q)}") for q, n in hits.items()]
+    checks += [("sessions all filters: agent, server, source, 30 days, errors, thinking, q=部署",
+                f"/?agent={quote(agent)}&server={quote(server)}&source=openclaw&days=30&errors=1&thinking=1"
+                f"&q={quote('部署')}"),
+               ("sessions agent, 30 days, errors, thinking", f"/?agent={quote(agent)}&days=30&errors=1&thinking=1"),
+               ("sessions a page from the middle (keyset)", "/?" + urlencode({"after": f"{at}|{row_id}"})),
+               (f"sessions a page from the middle, agent={agent}, errors",
+                "/?" + urlencode({"after": f"{at}|{row_id}", "agent": agent, "errors": "1"}))]
+    return checks
 
 
 def free_port() -> int:
@@ -187,7 +257,6 @@ def main() -> None:
                              "GROUP BY agent_id ORDER BY COUNT(*) DESC LIMIT 1").fetchone()[0]
         conn_server = conn.execute("SELECT server FROM sessions GROUP BY server ORDER BY COUNT(*) DESC "
                                    "LIMIT 1").fetchone()[0]
-        from importer.search import fts_query
 
         # a selective phrase, a word in ~6% of the messages, and the generator's commonest words (~15%)
         searches = ['"permission denied"', "timeout", "证书", "nginx", "部署"]
@@ -198,6 +267,7 @@ def main() -> None:
         started = time.perf_counter()
         dashboard.load(conn)
         cube_s = time.perf_counter() - started
+        session_checks = session_list_checks(conn, agent, conn_server)
         conn.close()
         port = free_port()
         env = dict(os.environ, PYTHONPATH=str(REPO))
@@ -251,6 +321,13 @@ def main() -> None:
                 verdict = "PASS" if status == 200 and first < 1.0 else "FAIL"
                 rows.append((f"dashboard {label}", f"first {first * 1000:.0f} ms, then {ms:.1f} ms "
                              f"({size / 1024:.0f} KB, HTTP {status})", "< 1000 ms", verdict))
+            for label, path in session_checks:
+                ms, status, size = measure(client, path, args.repeat)
+                verdict = "PASS" if status == 200 and ms < 300 else "FAIL"
+                rows.append((label, f"{ms:.1f} ms ({size / 1024:.0f} KB, HTTP {status})", "< 300 ms", verdict))
+            for seconds in _session_list_s:
+                rows.append(("session_list: its whole build inside the export (rows, indexes, FTS)",
+                             f"{seconds * 1000:.0f} ms", "info", ""))
         finally:
             proc.terminate()
             try:

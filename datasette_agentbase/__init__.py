@@ -56,7 +56,7 @@ from markupsafe import Markup
 from importer import shape
 from importer.search import fts_query
 
-from . import access, conversation, dashboard, explorer, live, render, session_export
+from . import access, browser, conversation, dashboard, explorer, live, render, session_export
 from .snippets import snippet
 
 HERE = Path(__file__).resolve().parent
@@ -546,7 +546,7 @@ async def js_view(datasette, request):
 
 @hookimpl
 def register_routes(datasette):
-    routes = [
+    routes = browser.ROUTES + [  # the session browser: the home page (browser.py)
         (r"^/-/agentbase/session/(?P<id>\d+)$", session_view),
         (r"^/-/agentbase/session/(?P<id>\d+)\.(?P<format>json|md|html)$", session_export_view),
         (r"^/-/agentbase/?$", dashboard_view),

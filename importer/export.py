@@ -46,7 +46,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import orjson
 import sqlite_utils
 
-from . import shape
+from . import derived, shape
 from .search import TOKENIZE, index_text
 from .snapshot_state import State, row_hash, state_path
 from .store import Store, StoreError, default_db_path, private_file
@@ -716,17 +716,14 @@ def _finish_counts(conn: sqlite3.Connection, sessions, redact: bool) -> int | No
 
 
 def _table_counts(conn: sqlite3.Connection) -> dict[str, int]:
-    names = [*_tables(), shape.REDACTIONS]
+    names = [*_tables(), shape.REDACTIONS, derived.TABLE]
     return {t: conn.execute(f"SELECT COUNT(*) FROM [{t}]").fetchone()[0] for t in names}
 
 
-def _refresh_derived(conn: sqlite3.Connection, sessions) -> None:
-    """The derived tables of the snapshot's own rows (derived.py), for ``sessions`` (None: all)."""
-    try:
-        from .derived import refresh_session_list
-    except ImportError:  # (not merged yet)
-        return
-    refresh_session_list(conn, None if sessions is None else sorted(sessions))
+def _refresh_derived(conn: sqlite3.Connection, sessions) -> int:
+    """The derived tables of the snapshot's own rows (derived.py: the session browser's list), for
+    ``sessions`` (None: all); their rows written."""
+    return derived.refresh_session_list(conn, None if sessions is None else sorted(sessions))
 
 
 # -- leftovers and paths ---------------------------------------------------------------------------
@@ -948,7 +945,7 @@ def _build(store: Store, target: Path, zone, zone_name: str, redact: bool, facts
         prep.close()
         _create_indexes(out, redact)
         report.secrets_redacted = _finish_counts(out, None, redact)
-        _refresh_derived(out, None)
+        report.rows[derived.TABLE] = _refresh_derived(out, None)
         counts = _table_counts(out)
         report.rows["redactions"] = counts[shape.REDACTIONS]
         marker = {"exported_at": datetime.now(tz=None).astimezone().isoformat(timespec="seconds"),
@@ -1059,7 +1056,8 @@ def _update(store: Store, target: Path, conn: sqlite3.Connection, state: State, 
         counts = json.loads(marker.get("counts") or "{}")
         for name, delta in writer.counts.items():
             counts[name] = counts.get(name, 0) + delta
-        counts[shape.REDACTIONS] = conn.execute(f"SELECT COUNT(*) FROM {shape.REDACTIONS}").fetchone()[0]
+        for name in (shape.REDACTIONS, derived.TABLE):  # (small: counted)
+            counts[name] = conn.execute(f"SELECT COUNT(*) FROM [{name}]").fetchone()[0]
         generation = str(int(marker.get("generation") or 0) + 1)
         _write_marker(conn, {"updated_at": datetime.now(tz=None).astimezone().isoformat(timespec="seconds"),
                              "secrets_redacted": str(secrets_total) if redact else "",

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import yaml
 
-from importer import shape
+from importer import derived, shape
 from importer.export import export_snapshot
 from importer.pipeline import run_import
 from importer.store import open_store
@@ -43,6 +43,7 @@ def test_every_facet_and_sort_of_the_metadata_has_an_index():
 
 def test_metadata_names_only_tables_the_snapshot_has():
     own = set(shape.TABLES) | {shape.FTS_TABLE, shape.TOOL_FTS_TABLE, shape.MARKER, shape.REDACTIONS, "_migrations"}
+    own |= {derived.TABLE, derived.FTS}  # the derived tables (importer/derived.py)
     assert set(_metadata_tables()) <= own
 
 

@@ -1,0 +1,412 @@
+"""The session browser: the explorer's home page (``/``, also ``/-/agentbase/sessions`` and its ``.json``).
+
+Newest sessions first, one line each (title, agent, server, source, first and last activity in local
+time, messages, tool calls, failed tool calls, tokens, cost), read from the snapshot's ``session_list``
+(importer/derived.py), which has an index for every filter and for the order. Filters are GET
+parameters, so a page is a bookmark:
+
+- ``agent``, ``server``, ``source``: equal to;
+- ``days`` (1, 7, 30: the days up to the snapshot's latest day), or ``from`` / ``to`` (local
+  ``YYYY-MM-DD``, either end open): sessions active in the range (first day <= to, last day >= from);
+- ``errors=1`` (a failed tool call or a model error), ``thinking=1``;
+- ``q``: words of the title or the first prompt (``session_list_fts``, through importer.search's
+  ``fts_query``, so Chinese works as in the message search);
+- ``limit`` (rows a page, default 50, at most 500) and ``after`` (``<last_message_at>|<id>`` of the
+  previous page's last row: keyset paging, never OFFSET).
+
+A snapshot without ``session_list`` (exported by an older AgentBase) gets a page that says so, with
+links to the sessions table and the dashboard. When no AgentBase snapshot is served, ``/`` is
+Datasette's own index page.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sqlite3
+import threading
+from dataclasses import dataclass
+from datetime import date, timedelta
+from pathlib import Path
+from urllib.parse import urlencode
+
+from datasette.utils.asgi import BadRequest, NotFound, Response
+
+from importer import derived
+from importer.search import fts_query
+
+from . import dashboard
+
+PAGE_SIZE = 50
+MAX_PAGE = 500
+PRESETS = (("1", "today"), ("7", "7 days"), ("30", "30 days"))
+PARAMS = ("agent", "server", "source", "days", "from", "to", "errors", "thinking", "q", "limit")
+CSS_PATH = Path(__file__).resolve().parent / "static" / "sessions.css"
+_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
+COLUMNS = tuple(derived.COLUMNS)
+
+
+@dataclass
+class Filters:
+    agent: str | None = None
+    server: str | None = None
+    source: str | None = None
+    days: str | None = None  # a preset: "1", "7", "30"
+    day_from: str | None = None
+    day_to: str | None = None
+    errors: bool = False
+    thinking: bool = False
+    q: str | None = None
+    limit: int = PAGE_SIZE
+    after: tuple[str, int] | None = None
+    # resolved against the snapshot: the range a preset stands for
+    start: str | None = None
+    end: str | None = None
+
+    def params(self, **changes) -> list[tuple[str, str]]:
+        """The URL parameters of these filters (no cursor), with some changed (None: dropped)."""
+        values = {"agent": self.agent, "server": self.server, "source": self.source, "days": self.days,
+                  "from": self.day_from, "to": self.day_to, "errors": "1" if self.errors else None,
+                  "thinking": "1" if self.thinking else None, "q": self.q,
+                  "limit": str(self.limit) if self.limit != PAGE_SIZE else None}
+        values.update(changes)
+        return [(k, values[k]) for k in PARAMS if values.get(k) not in (None, "")]
+
+
+def _day(value: str | None, name: str) -> str | None:
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        if not _DAY.fullmatch(value):
+            raise ValueError
+        date.fromisoformat(value)
+    except ValueError:
+        raise BadRequest(f"{name} must be a day, YYYY-MM-DD") from None
+    return value
+
+
+def parse(args) -> Filters:
+    """The filters of a request's GET parameters; a malformed day or cursor is a 400."""
+    f = Filters()
+    for name in ("agent", "server", "source"):
+        setattr(f, name, args.get(name) or None)
+    days = args.get("days") or ""
+    f.days = str(max(1, min(int(days), 3660))) if days.isdigit() else None  # (a preset, or any number of days)
+    f.day_from = _day(args.get("from"), "from")
+    f.day_to = _day(args.get("to"), "to")
+    f.errors = args.get("errors") in ("1", "on", "true", "yes")
+    f.thinking = args.get("thinking") in ("1", "on", "true", "yes")
+    q = (args.get("q") or "").strip()
+    f.q = q[:500] or None
+    limit = args.get("limit")
+    if limit and limit.isdigit():
+        f.limit = max(1, min(int(limit), MAX_PAGE))
+    after = args.get("after")
+    if after:
+        at, _, row_id = after.rpartition("|")
+        if not row_id.isdigit() or len(at) > 64 or len(row_id) > 19:
+            raise BadRequest("after must be <last_message_at>|<id>, as in a next page link")
+        f.after = (at, int(row_id))
+    return f
+
+
+def _meta(conn: sqlite3.Connection) -> dict:
+    try:
+        return dict(conn.execute("SELECT key, value FROM agentbase_snapshot").fetchall())
+    except sqlite3.Error:
+        return {}
+
+
+_choices_cache: dict = {}
+_choices_lock = threading.Lock()
+
+
+def _choices(conn: sqlite3.Connection, key) -> dict:
+    """The filters' choices (agents, servers, sources) and the latest day; kept per snapshot file
+    (an immutable snapshot never changes while served)."""
+    if key is not None:
+        with _choices_lock:
+            found = _choices_cache.get(key)
+        if found is not None:
+            return found
+    out = {}
+    for name in ("agent_id", "server", "source"):
+        out[name] = [r[0] for r in conn.execute(
+            f"SELECT DISTINCT [{name}] FROM {derived.TABLE} WHERE [{name}] IS NOT NULL ORDER BY [{name}]")]
+    row = conn.execute(f"SELECT last_day FROM {derived.TABLE} WHERE last_day IS NOT NULL "
+                       "ORDER BY last_message_at DESC, id DESC LIMIT 1").fetchone()
+    out["latest"] = row[0] if row else None
+    if key is not None:
+        with _choices_lock:
+            for old in [k for k in _choices_cache if k[0] == key[0]]:
+                del _choices_cache[old]
+            _choices_cache[key] = out
+    return out
+
+
+def where(f: Filters) -> tuple[list[str], list]:
+    """The WHERE terms and parameters of the filters (no cursor)."""
+    terms: list[str] = []
+    params: list = []
+    for column, value in (("agent_id", f.agent), ("server", f.server), ("source", f.source)):
+        if value is not None:
+            terms.append(f"{column} = ?")
+            params.append(value)
+    if f.start:
+        # last_day >= start; and (as no time zone is more than a day from UTC) last_message_at >= the
+        # day before, which lets the index stop at the range's start
+        terms.append("last_day >= ? AND last_message_at >= ?")
+        params += [f.start, (date.fromisoformat(f.start) - timedelta(days=1)).isoformat()]
+    if f.end:
+        terms.append("first_day <= ?")
+        params.append(f.end)
+    if f.errors:
+        terms.append("has_errors = 1")
+    if f.thinking:
+        terms.append("has_thinking = 1")
+    if f.q:
+        terms.append(f"id IN (SELECT rowid FROM {derived.FTS} WHERE {derived.FTS} MATCH ?)")
+        params.append(fts_query(f.q))
+    return terms, params
+
+
+def page_sql(f: Filters) -> tuple[str, list]:
+    terms, params = where(f)
+    if f.after is not None:
+        at, row_id = f.after
+        terms.append("last_message_at <= ? AND (last_message_at < ? OR id < ?)")
+        params += [at, at, row_id]
+    sql = (f"SELECT {', '.join(COLUMNS)} FROM {derived.TABLE}"
+           + (" WHERE " + " AND ".join(terms) if terms else "")
+           + " ORDER BY last_message_at DESC, id DESC LIMIT ?")
+    return sql, params + [f.limit + 1]
+
+
+def count_sql(f: Filters, before_cursor: bool = False) -> tuple[str, list]:
+    """How many sessions the filters select; ``before_cursor``: how many of them the pages before this
+    one showed (those newer than the cursor, and the cursor's own row)."""
+    terms, params = where(f)
+    if before_cursor:
+        at, row_id = f.after
+        terms.append("last_message_at >= ? AND (last_message_at > ? OR id >= ?)")
+        params += [at, at, row_id]
+    return (f"SELECT COUNT(*) FROM {derived.TABLE}" + (" WHERE " + " AND ".join(terms) if terms else ""), params)
+
+
+def resolve_range(f: Filters, latest: str | None) -> None:
+    """The range the filters stand for: from/to as given, else a preset's days up to the latest day."""
+    if f.day_from or f.day_to:
+        f.start, f.end = f.day_from, f.day_to
+    elif f.days and latest:
+        f.start = (date.fromisoformat(latest) - timedelta(days=int(f.days) - 1)).isoformat()
+        f.end = latest
+
+
+def load(conn: sqlite3.Connection, f: Filters, key=None) -> dict:
+    """Everything a page shows (runs in Datasette's SQL thread)."""
+    if not derived.exists(conn):
+        return {"missing": True, "meta": _meta(conn)}
+    choices = _choices(conn, key)
+    resolve_range(f, choices["latest"])
+    sql, params = page_sql(f)
+    cur = conn.execute(sql, params)
+    names = [d[0] for d in cur.description]
+    rows = [dict(zip(names, r)) for r in cur.fetchall()]
+    more = len(rows) > f.limit
+    rows = rows[: f.limit]
+    sql, params = count_sql(f)
+    total = conn.execute(sql, params).fetchone()[0]
+    skipped = 0
+    if f.after is not None:
+        sql, params = count_sql(f, before_cursor=True)
+        skipped = conn.execute(sql, params).fetchone()[0]
+    return {"missing": False, "meta": _meta(conn), "choices": choices, "rows": rows, "more": more,
+            "count": total, "skipped": skipped}
+
+
+def _key(db):
+    if db.is_mutable or not db.path:
+        return None
+    try:
+        return (db.name, db.path, os.stat(db.path).st_mtime_ns)
+    except OSError:
+        return None
+
+
+# -- how a row reads ----------------------------------------------------------------------------------
+
+def _minute(local: str | None) -> str:
+    return local[:16] if local else ""
+
+
+def money(value: float) -> str:
+    """Dollars and cents; four decimals under a dollar; under $0.0001, said so."""
+    if value >= 1:
+        return f"${value:,.2f}"
+    if value >= 0.0001:
+        return f"${value:.4f}"
+    return "<$0.0001" if value > 0 else "$0"
+
+
+def cost_label(row: dict) -> str:
+    """The priced calls' cost; "unpriced" where every call is; a dash without calls."""
+    if row["priced_calls"]:
+        return money(row["cost_usd"] or 0.0)
+    return "unpriced" if row["unpriced_calls"] else "–"
+
+
+def present(row: dict) -> dict:
+    """A row as the page shows it: times to the minute, the last one without the date (or year) it
+    shares with the start."""
+    started, last = row["started_local"], row["last_local"]
+    if started and last and started[:10] == last[:10]:
+        last_label = last[11:16]
+    elif started and last and started[:4] == last[:4]:
+        last_label = last[5:16]
+    else:
+        last_label = _minute(last)
+    return {**row, "started": _minute(started), "last": last_label, "cost_label": cost_label(row)}
+
+
+# -- the views ----------------------------------------------------------------------------------------
+
+async def _datasette_index(datasette, request, send):
+    """Datasette's own home page (no AgentBase snapshot is served here)."""
+    from datasette.views.index import IndexView
+
+    request.scope["url_route"] = {"kwargs": {"format": None}}
+    return await IndexView.as_view(datasette)(request, send)
+
+
+async def home_view(datasette, request, send):
+    from . import _snapshot_db
+
+    try:
+        await _snapshot_db(datasette, request)
+    except NotFound:
+        if request.args.get("db"):
+            raise
+        return await _datasette_index(datasette, request, send)
+    return await sessions_view(datasette, request)
+
+
+async def sessions_html_view(datasette, request):
+    return await sessions_view(datasette, request)
+
+
+async def sessions_json_view(datasette, request):
+    return await sessions_view(datasette, request, as_json=True)
+
+
+async def sessions_view(datasette, request, as_json: bool = False):
+    from . import _check, _snapshot_db, session_path
+
+    db = await _snapshot_db(datasette, request)
+    await _check(datasette, request, db.name)
+    f = parse(request.args)
+    key = _key(db)
+    data = await db.execute_fn(lambda conn: load(conn, f, key))
+    keep_db = [("db", db.name)] if request.args.get("db") else []
+    base = str(datasette.urls.path("-/agentbase/sessions"))
+    self_href = str(datasette.urls.instance()) if request.path == "/" else base
+
+    def href(path: str = self_href, **changes) -> str:
+        params = keep_db + f.params(**changes)
+        return path + ("?" + urlencode(params) if params else "")
+
+    if data["missing"]:
+        if as_json:
+            return Response.json({"ok": False, "error": "This snapshot has no session list: export it again "
+                                  "with this version of AgentBase (agentbase export).", "rows": []}, status=404)
+        html = await datasette.render_template("agentbase_sessions.html", {
+            "missing": True, "database": db.name, "database_href": str(datasette.urls.database(db.name)),
+            "sessions_table_href": str(datasette.urls.table(db.name, "sessions")) + "?_sort_desc=last_message_at",
+            "dashboard_href": str(datasette.urls.path("-/agentbase")), "timezone": data["meta"].get("timezone"),
+        }, request=request)
+        return Response.html(html)
+
+    rows = data["rows"]
+    for r in rows:
+        r["href"] = session_path(datasette, db.name, r["id"])
+    next_href = None
+    if data["more"] and rows:
+        last = rows[-1]
+        params = keep_db + f.params() + [("after", f"{last['last_message_at']}|{last['id']}")]
+        next_href = (base + ".json" if as_json else self_href) + "?" + urlencode(params)
+    search_href = None
+    if f.q:
+        params = [("q", f.q)] + [(k, v) for k, v in (("agent", f.agent), ("server", f.server)) if v]
+        search_href = str(datasette.urls.query(db.name, "search")) + "?" + urlencode(params)
+    if as_json:
+        return Response.json({
+            "ok": True, "database": db.name, "timezone": data["meta"].get("timezone"),
+            "filters": dict(f.params()), "from": f.start, "to": f.end, "count": data["count"],
+            "skipped": data["skipped"],
+            "rows": rows, "next": f"{rows[-1]['last_message_at']}|{rows[-1]['id']}" if next_href else None,
+            "next_url": next_href, "search_messages_url": search_href,
+        })
+    choices = data["choices"]
+    latest = choices["latest"]
+    exported_day = dashboard._local_day(data["meta"].get("exported_at"), data["meta"].get("timezone"))
+    presets = []
+    for value, label in PRESETS:
+        if value == "1" and latest and exported_day != latest:
+            label = "latest day"  # an older snapshot: its latest day is not today
+        presets.append({"value": value, "label": label, "current": f.days == value and not (f.day_from or f.day_to),
+                        "href": href(days=value, **{"from": None, "to": None})})
+    presets.append({"value": "all", "label": "all", "href": href(days=None, **{"from": None, "to": None}),
+                    "current": not (f.days or f.day_from or f.day_to)})
+    active = []
+    for name, value, label in (("agent", f.agent, "agent"), ("server", f.server, "server"),
+                               ("source", f.source, "source"), ("from", f.day_from, "from"),
+                               ("to", f.day_to, "to"), ("errors", "yes" if f.errors else None, "has errors"),
+                               ("thinking", "yes" if f.thinking else None, "has thinking"),
+                               ("q", f.q, "search")):
+        if value:
+            active.append({"name": label, "value": value, "href": href(**{name: None})})
+    context = {
+        "missing": False,
+        "database": db.name,
+        "database_href": str(datasette.urls.database(db.name)),
+        "dashboard_href": str(datasette.urls.path("-/agentbase")),
+        "self_href": self_href,
+        "keep_db": keep_db,
+        "f": f,
+        "page_size": PAGE_SIZE,
+        "rows": [present(r) for r in rows],
+        "count": data["count"],
+        "skipped": data["skipped"],
+        "paged": f.after is not None,
+        "first_href": href(),
+        "next_href": next_href,
+        "json_href": href(base + ".json"),
+        "search_href": search_href,
+        "presets": presets,
+        "active": active,
+        "reset_href": (self_href + "?" + urlencode(keep_db)) if keep_db else self_href,
+        "agents": choices["agent_id"],
+        "servers": choices["server"],
+        "sources": choices["source"],
+        "latest": latest,
+        "timezone": data["meta"].get("timezone"),
+    }
+    html = await datasette.render_template("agentbase_sessions.html", context, request=request)
+    return Response.html(html)
+
+
+_css: dict[str, str] = {}
+
+
+async def css_view(datasette, request):
+    if "css" not in _css:
+        _css["css"] = CSS_PATH.read_text(encoding="utf-8")
+    return Response(_css["css"], content_type="text/css; charset=utf-8", headers={"Cache-Control": "max-age=3600"})
+
+
+ROUTES = [
+    (r"^/$", home_view),
+    (r"^/-/agentbase/sessions$", sessions_html_view),
+    (r"^/-/agentbase/sessions\.json$", sessions_json_view),
+    (r"^/-/agentbase/sessions\.css$", css_view),
+]

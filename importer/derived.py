@@ -1,0 +1,328 @@
+"""Derived snapshot tables: what the explorer's pages need precomputed.
+
+``session_list``: one row per session, for the session browser (the explorer's
+home page): its title, where it runs, when it started and was last active
+(local time, the export's zone), and its counts and cost, with an index for
+every filter and for the page's order (newest first: ``last_message_at`` DESC,
+``id`` DESC), and ``session_list_fts``, a full-text index over its title and
+first prompt.
+
+Everything is computed with SQL from the snapshot's own tables (``sessions``,
+``messages``, ``tool_calls``), which the export has already redacted, so the
+derived rows hold no credential the snapshot does not already hide. The
+figures follow the dashboard's rules (datasette_agentbase/dashboard.py):
+
+- ``message_count``: messages with ``usage_counted = 1`` (a re-appended copy of
+  a model call is not a second message);
+- ``model_calls``: those with a ``cost_source``; ``total_tokens`` sums their
+  tokens; ``cost_usd`` sums the cost of the priced ones (``cost_source`` other
+  than ``unpriced``), NULL when none is priced; ``unpriced_calls`` counts the
+  calls with tokens and no price (never shown as $0);
+- ``tool_call_count`` and ``failed_tool_calls``: the session's ``tool_calls``
+  rows and those with ``is_error = 1``; ``model_errors``: assistant messages
+  with ``is_error = 1``; ``has_errors``: either is non-zero;
+- ``has_thinking``: a message with thinking;
+- ``started_local`` / ``last_local``: ``local_time`` of the session's first and
+  last timed message (``first_day`` / ``last_day``: their dates);
+  ``last_message_at``: the last message's UTC time (the sort key; the session's
+  own ``last_message_at``, then ``started_at``, when no message has a time; ''
+  when nothing does);
+- ``first_prompt``: the text of the first user message (``is_context = 0``,
+  with text) in line order, without the envelope a gateway adds around it
+  (OpenClaw's ``[Telegram ... 2026-02-09 18:46 GMT+1]`` header, ``System:``
+  lines and ``(untrusted metadata)`` blocks, Claude Code's command tags),
+  whitespace collapsed, at most ``PROMPT_CHARS`` characters;
+- ``title``: the session's label, else the title its source gave it, else the
+  first prompt, at most ``TITLE_CHARS`` characters; ``title_from`` says which
+  (``label``, ``title``, ``prompt``; NULL: none).
+
+:func:`refresh_session_list` builds it whole, or recomputes some sessions' rows
+in place (exactly what a whole build gives them).
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from collections.abc import Iterable
+
+import orjson
+
+from .search import TOKENIZE, index_text
+
+TABLE = "session_list"
+FTS = "session_list_fts"
+PROMPT_CHARS = 300
+TITLE_CHARS = 120
+
+# The table's columns, in order (sqlite-utils types).
+COLUMNS: dict[str, type] = {
+    "id": int,
+    "session_uuid": str,
+    "title": str,
+    "title_from": str,
+    "first_prompt": str,
+    "agent_id": str,
+    "server": str,
+    "source": str,
+    "session_type": str,
+    "project": str,
+    "started_local": str,
+    "last_local": str,
+    "first_day": str,
+    "last_day": str,
+    "last_message_at": str,
+    "message_count": int,
+    "model_calls": int,
+    "tool_call_count": int,
+    "failed_tool_calls": int,
+    "model_errors": int,
+    "has_errors": int,
+    "has_thinking": int,
+    "total_tokens": int,
+    "cost_usd": float,
+    "priced_calls": int,
+    "unpriced_calls": int,
+}
+
+# Every filter of the page, each followed by the sort key, so that a filtered page is read in order
+# from its index (SQLite walks an index backwards for DESC; the rowid, the id, breaks ties). The
+# first one also holds first_day, so a day range's end is checked on the index alone (and the id, so that
+# first_day does not stand between the sort key and the tie-break).
+INDEXES: tuple[tuple[str, ...], ...] = (
+    ("last_message_at", "id", "first_day"),
+    ("agent_id", "last_message_at"),
+    ("server", "last_message_at"),
+    ("source", "last_message_at"),
+    ("has_errors", "last_message_at"),
+    ("has_thinking", "last_message_at"),
+)
+
+# SQL functions registered on the connection for the build (pure Python, deterministic).
+_F_PROMPT = "agentbase_derived_prompt"
+_F_LINE = "agentbase_derived_line"
+_F_INDEX = "agentbase_derived_index_text"
+
+# Per-session figures from the messages, in one pass. A first or last time and its local time are
+# taken together: the UTC timestamp, then '|', then the local time, compared as text (the
+# timestamp decides). The first user prompt's message is the least (line, id) key, zero-padded.
+_MESSAGES_SQL = """
+INSERT INTO temp._sl_messages
+SELECT session_id,
+       SUM(usage_counted = 1),
+       MIN(CASE WHEN timestamp IS NOT NULL THEN timestamp || '|' || COALESCE(local_time, '') END),
+       MAX(CASE WHEN timestamp IS NOT NULL THEN timestamp || '|' || COALESCE(local_time, '') END),
+       MAX(COALESCE(has_thinking, 0)),
+       SUM(usage_counted = 1 AND role = 'assistant' AND is_error = 1),
+       SUM(usage_counted = 1 AND cost_source IS NOT NULL),
+       SUM(CASE WHEN usage_counted = 1 AND cost_source IS NOT NULL THEN COALESCE(total_tokens, 0) ELSE 0 END),
+       SUM(CASE WHEN usage_counted = 1 AND cost_source IS NOT NULL AND cost_source <> 'unpriced'
+                THEN COALESCE(cost_usd, 0) END),
+       SUM(usage_counted = 1 AND cost_source IS NOT NULL AND cost_source <> 'unpriced'),
+       SUM(usage_counted = 1 AND cost_source = 'unpriced'),
+       MIN(CASE WHEN role = 'user' AND COALESCE(is_context, 0) = 0
+                     AND trim(COALESCE(text_preview, ''), ' ' || char(9, 10, 13)) <> ''
+                THEN printf('%020d %020d', COALESCE(seq, -1) + 1, id) END)
+FROM messages
+WHERE session_id IS NOT NULL {only}
+GROUP BY session_id
+"""
+
+_TOOL_CALLS_SQL = """
+INSERT INTO temp._sl_tool_calls
+SELECT session_id, COUNT(*), SUM(is_error = 1)
+FROM tool_calls
+WHERE session_id IS NOT NULL {only}
+GROUP BY session_id
+"""
+
+_LABEL = f"{_F_LINE}(s.label, {TITLE_CHARS})"
+_TITLE = f"{_F_LINE}(s.title, {TITLE_CHARS})"
+_PROMPT_TITLE = f"{_F_LINE}(p.prompt, {TITLE_CHARS})"
+
+_ROWS_SQL = f"""
+INSERT INTO {TABLE} ({', '.join(COLUMNS)})
+SELECT id, session_uuid,
+       COALESCE(label, title, prompt_title),
+       CASE WHEN label IS NOT NULL THEN 'label' WHEN title IS NOT NULL THEN 'title'
+            WHEN prompt_title IS NOT NULL THEN 'prompt' END,
+       prompt, agent_id, server, source, session_type, project,
+       started_local, last_local, substr(COALESCE(started_local, last_local), 1, 10), substr(last_local, 1, 10),
+       last_message_at,
+       message_count, model_calls, tool_call_count, failed_tool_calls, model_errors,
+       (failed_tool_calls > 0 OR model_errors > 0), has_thinking,
+       total_tokens, cost_usd, priced_calls, unpriced_calls
+FROM (
+  SELECT s.id, s.session_uuid, {_LABEL} AS label, {_TITLE} AS title, {_PROMPT_TITLE} AS prompt_title,
+         p.prompt, s.agent_id, s.server, s.source, s.session_type, s.project,
+         NULLIF(substr(m.first_key, instr(m.first_key, '|') + 1), '') AS started_local,
+         COALESCE(NULLIF(substr(m.last_key, instr(m.last_key, '|') + 1), ''), s.local_time) AS last_local,
+         COALESCE(substr(m.last_key, 1, instr(m.last_key, '|') - 1), s.last_message_at, s.started_at, '')
+           AS last_message_at,
+         COALESCE(m.message_count, 0) AS message_count, COALESCE(m.model_calls, 0) AS model_calls,
+         COALESCE(t.calls, 0) AS tool_call_count, COALESCE(t.failed, 0) AS failed_tool_calls,
+         COALESCE(m.model_errors, 0) AS model_errors, COALESCE(m.has_thinking, 0) AS has_thinking,
+         COALESCE(m.total_tokens, 0) AS total_tokens, m.cost_usd,
+         COALESCE(m.priced_calls, 0) AS priced_calls, COALESCE(m.unpriced_calls, 0) AS unpriced_calls
+  FROM sessions s
+  LEFT JOIN temp._sl_messages m ON m.session_id = s.id
+  LEFT JOIN temp._sl_tool_calls t ON t.session_id = s.id
+  LEFT JOIN (SELECT x.session_id, {_F_PROMPT}(u.content_blocks, u.text_preview, {PROMPT_CHARS}) AS prompt
+             FROM temp._sl_messages x JOIN messages u ON u.id = CAST(substr(x.first_user, 22) AS INTEGER)
+             WHERE x.first_user IS NOT NULL) p ON p.session_id = s.id
+  WHERE 1 {{only}}
+)
+"""
+
+_FTS_SQL = (f"INSERT INTO {FTS} (rowid, title, first_prompt) "
+            f"SELECT id, {_F_INDEX}(title), {_F_INDEX}(first_prompt) FROM {TABLE} WHERE 1 {{only}}")
+
+
+# -- the prompt's text -----------------------------------------------------------------------------
+
+_SPACE = re.compile(r"\s+")
+# OpenClaw's gateway: "System: [2026-04-28 13:47:06 GMT+8] ..." event lines before the message, blocks
+# of "Conversation info (untrusted metadata):" and the like with a fenced JSON body, a leading
+# "[<channel> <sender> 2026-02-09 18:46 GMT+1]" or "[Fri 2026-05-01 09:27 PDT]" header, and a trailing
+# "[message_id: N]".
+_SYSTEM_LINE = re.compile(r"\A(?:[ \t]*System: \[[^\]\n]*\][^\n]*(?:\n|\Z)\s*)+")
+_UNTRUSTED_BLOCK = re.compile(r"^[^\n]{0,120}\(untrusted[^)\n]{0,60}\):[ \t]*\n```[^\n]*\n.*?^```[ \t]*$",
+                              re.M | re.S)
+_HEADER = re.compile(r"\A\s*\[[^\]\n]{0,300}?\d{4}-\d{2}-\d{2}[^\]\n]{0,80}\][ \t]*")
+_MESSAGE_ID = re.compile(r"\s*\[message_id: [^\]\n]{1,100}\]\s*\Z")
+# Claude Code: a slash command typed by the user, as tags.
+_COMMAND = re.compile(r"<command-name>\s*([^<]{1,200}?)\s*</command-name>")
+_COMMAND_ARGS = re.compile(r"<command-args>([^<]{0,2000})</command-args>")
+_TAGS = re.compile(r"</?(?:command-message|command-name|command-args|command-contents|local-command-stdout|"
+                   r"local-command-stderr|local-command-caveat)>")
+
+
+def shorten(text: str | None, limit: int) -> str | None:
+    """One line of at most ``limit`` characters (whitespace collapsed, … where it was cut); None for blank."""
+    if not isinstance(text, str):
+        return None
+    line = _SPACE.sub(" ", text).strip()
+    if not line:
+        return None
+    if len(line) > limit:
+        line = line[: limit - 1].rstrip() + "…"
+    return line
+
+
+def _message_text(content_blocks: str | None, preview: str | None) -> str:
+    """The text blocks of a message, joined (its preview when it has none)."""
+    if isinstance(content_blocks, str) and content_blocks:
+        try:
+            content = orjson.loads(content_blocks)
+        except orjson.JSONDecodeError:
+            content = None
+        if isinstance(content, str):
+            return content
+        if isinstance(content, list):
+            parts = [b["text"] for b in content
+                     if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)]
+            if parts:
+                return "\n".join(parts)
+    return preview if isinstance(preview, str) else ""
+
+
+def prompt_text(content_blocks: str | None, preview: str | None, limit: int = PROMPT_CHARS) -> str | None:
+    """What a person typed in a user message, on one line, without a gateway's envelope; None if nothing."""
+    text = _message_text(content_blocks, preview)
+    if not text.strip():
+        return None
+    stripped = _SYSTEM_LINE.sub("", text)
+    stripped = _UNTRUSTED_BLOCK.sub("", stripped)
+    stripped = _HEADER.sub("", stripped.lstrip())
+    stripped = _MESSAGE_ID.sub("", stripped)
+    command = _COMMAND.search(stripped)
+    if command:
+        args = _COMMAND_ARGS.search(stripped)
+        stripped = command.group(1) + (" " + args.group(1) if args and args.group(1).strip() else "")
+    else:
+        stripped = _TAGS.sub(" ", stripped)
+    # an envelope with nothing in it (an image, a file): the text as it was rather than nothing
+    return shorten(stripped, limit) or shorten(text, limit)
+
+
+def _index(text: str | None) -> str | None:
+    return index_text(text) if isinstance(text, str) else None
+
+
+def _register(conn: sqlite3.Connection) -> None:
+    conn.create_function(_F_PROMPT, 3, prompt_text, deterministic=True)
+    conn.create_function(_F_LINE, 2, shorten, deterministic=True)
+    conn.create_function(_F_INDEX, 1, _index, deterministic=True)
+
+
+# -- the build -------------------------------------------------------------------------------------
+
+def exists(conn: sqlite3.Connection) -> bool:
+    """Whether the snapshot has the session list (its full-text index too)."""
+    found = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE name IN (?, ?)", (TABLE, FTS))}
+    return found == {TABLE, FTS}
+
+
+def _database(conn: sqlite3.Connection):
+    import sqlite_utils
+
+    # (no PRAGMA, no plugin: the connection is the caller's, as it was)
+    return sqlite_utils.Database(conn, recursive_triggers=False, execute_plugins=False)
+
+
+def _create(db) -> None:
+    db.table(TABLE).create(COLUMNS, pk="id", not_null={"last_message_at"}, defaults={"last_message_at": ""})
+    db.execute(f"CREATE VIRTUAL TABLE [{FTS}] USING fts5(title, first_prompt, tokenize='{TOKENIZE}')")
+
+
+def _create_indexes(db) -> None:
+    for cols in INDEXES:
+        db.table(TABLE).create_index(list(cols), index_name=index_name(cols), if_not_exists=True)
+
+
+def index_name(cols: tuple[str, ...]) -> str:
+    return f"idx_{TABLE}_{'_'.join(cols)}"
+
+
+def refresh_session_list(conn: sqlite3.Connection, session_ids: Iterable[int] | None = None) -> int:
+    """Build ``session_list`` and ``session_list_fts`` from the snapshot's tables.
+
+    ``session_ids`` None: the whole list (the tables, their indexes and the
+    full-text index made anew). A list: those sessions' rows recomputed in
+    place, old rows and their index entries replaced (a session no longer in
+    ``sessions`` loses its row); each then equals what a whole build gives it.
+    When the snapshot has no session list yet, a list builds it whole. Runs in
+    one transaction (a savepoint inside the caller's). Returns the rows written.
+    """
+    db = _database(conn)
+    _register(conn)
+    whole = session_ids is None or not exists(conn)
+    with db.atomic():
+        temp = ("_sl_messages", "_sl_tool_calls", "_sl_ids")
+        for name in temp:
+            conn.execute(f"DROP TABLE IF EXISTS temp.{name}")
+        conn.execute("CREATE TEMP TABLE _sl_messages (session_id INTEGER PRIMARY KEY, message_count, first_key, "
+                     "last_key, has_thinking, model_errors, model_calls, total_tokens, cost_usd, priced_calls, "
+                     "unpriced_calls, first_user)")
+        conn.execute("CREATE TEMP TABLE _sl_tool_calls (session_id INTEGER PRIMARY KEY, calls, failed)")
+        if whole:
+            for name in (FTS, TABLE):
+                conn.execute(f"DROP TABLE IF EXISTS [{name}]")
+            _create(db)
+            only = ""
+        else:
+            conn.execute("CREATE TEMP TABLE _sl_ids (id INTEGER PRIMARY KEY)")
+            conn.executemany("INSERT OR IGNORE INTO temp._sl_ids VALUES (?)", [(int(i),) for i in session_ids])
+            conn.execute(f"DELETE FROM [{FTS}] WHERE rowid IN (SELECT id FROM temp._sl_ids)")
+            conn.execute(f"DELETE FROM [{TABLE}] WHERE id IN (SELECT id FROM temp._sl_ids)")
+            only = "AND session_id IN (SELECT id FROM temp._sl_ids)"
+        conn.execute(_MESSAGES_SQL.format(only=only))
+        conn.execute(_TOOL_CALLS_SQL.format(only=only))
+        rows = conn.execute(_ROWS_SQL.format(only=only.replace("session_id", "s.id"))).rowcount
+        conn.execute(_FTS_SQL.format(only=only.replace("session_id", "id")))
+        if whole:
+            _create_indexes(db)
+            conn.execute(f"INSERT INTO [{FTS}] ([{FTS}]) VALUES ('optimize')")
+        for name in temp:
+            conn.execute(f"DROP TABLE IF EXISTS temp.{name}")
+    return rows
