@@ -275,3 +275,26 @@ def build_kinds_snapshot(tmp: Path, name: str = "snapshot.db") -> tuple[Path, di
     finally:
         conn.close()
     return snapshot, ids
+
+
+def grow_kinds(tmp: Path) -> None:
+    """More lines at the end of build_kinds_snapshot's Codex parent and Claude Code session, as the
+    agents append them: a Codex turn with a shell call, a Claude turn whose API message is logged
+    twice (its usage counts once)."""
+    parent, _child, _spawn = codex_pair()
+    parent.turn("Update the docs for the rename")
+    parent.assistant("The docs say hello too.")
+    parent.tokens(5400, 5100, 30)
+    parent.write_in(tmp / "codex" / ".codex" / "sessions")  # (the same lines, then the new ones)
+    path = KF.config_dir(tmp / "claude" / ".claude") / "projects" / "-home-dev-app" / f"{CLAUDE_SID}.jsonl"
+    last = json.loads(path.read_bytes().splitlines()[-1])
+    c = KF.Conv(CLAUDE_SID, tag=23, cwd="/home/dev/app", second=600, parent=last["uuid"])
+    c.user("Now update the failing test")
+    c.assistant([KF.tool("toolu_bs2", "Bash", command="pytest -q tests/test_greet.py")], mid="msg_c6", rid="req_c6",
+                stop="tool_use")
+    c.result("toolu_bs2", "1 passed")
+    answer = c.assistant([KF.text("The test passes now.")], mid="msg_c7", rid="req_c7", stop="end_turn")
+    c.lines.append(dict(answer[0], uuid=answer[0]["uuid"][:-4] + "ffff"))  # the same API call, logged again
+    with open(path, "ab") as f:
+        for line in c.lines:
+            f.write(KF.dumps(line))
