@@ -97,6 +97,8 @@ def session_path(datasette, database: str | None, session_id, message_id=None) -
 
 
 def row_path(datasette, database: str, table: str, row_id) -> str:
+    if table in shape.VIEWS:  # a view has no row pages: its page filtered to the row
+        return str(datasette.urls.table(database, table)) + f"?id={int(row_id)}"
     return str(datasette.urls.row(database, table, str(int(row_id))))
 
 
@@ -174,7 +176,9 @@ def render_cell(row, value, column, table, database, datasette):
     limit = datasette.setting("truncate_cells_html") or None
     more = None
     if table in shape.tables() and isinstance(_row_get(row, "id"), int):
-        more = row_path(datasette, database, table, _row_get(row, "id")) + ".json"
+        row_id = int(_row_get(row, "id"))
+        more = (f"{datasette.urls.table(database, table)}.json?id={row_id}&_shape=array" if table in shape.VIEWS
+                else row_path(datasette, database, table, row_id) + ".json")
     options = render.Options(limit=limit, more_href=more)
     if column in BLOCK_COLUMNS and _looks_like_json(value):
         return render.render_blocks(value, options)
@@ -646,7 +650,7 @@ def extra_template_vars(template, database, table, request, datasette):
         return query_vars
     if template == "table.html" and table:
         async def table_vars():
-            if not await db.table_exists(table):
+            if not await db.table_exists(table) and table not in await db.view_names():
                 return {}
             config = datasette.plugin_config(access.PLUGIN, database=database, table=table, fallback=False) or {}
             fts = (datasette.table_metadata(database, table) or {}).get("fts_table")

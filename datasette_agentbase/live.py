@@ -83,7 +83,7 @@ class SnapshotDatabase(Database):
             return await super().table_counts(limit)
         # the archive's tables and the redactions, as the export counted them (its full-text
         # indexes' own tables and the marker are not listed, as with the counts file of old)
-        names = set(await self.table_names())
+        names = set(await self.table_names())  # (tables only: Datasette lists views, tool_calls, apart)
         return {table: n for table, n in known.items() if table in names}
 
 

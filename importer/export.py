@@ -166,6 +166,40 @@ class Offsets:
         return value
 
 
+class Millis:
+    """UTC 'YYYY-MM-DD HH:MM:SS.fff' -> (milliseconds since 1970, None), the snapshot's stored form of
+    a time column (shape.TIME_COLUMNS), or (None, the value) for one not of that form (kept as it
+    is). The hour's start is cached; the rest is read as digits."""
+
+    def __init__(self):
+        self.hours: dict[str, int | None] = {}
+
+    def __call__(self, value) -> tuple[int | None, str | None]:
+        if value is None:
+            return None, None
+        if not isinstance(value, str) or len(value) != 23 or value[13] != ":" or value[16] != ":" \
+                or value[19] != "." or value[10] != " ":
+            return None, value
+        hour = value[:13]
+        base = self.hours.get(hour, -1)
+        if base == -1:
+            try:
+                dt = datetime.fromisoformat(hour + ":00:00")
+                base = (dt - datetime(1970, 1, 1)) // timedelta(milliseconds=1)
+                if base < 0 or dt.year < 1000:
+                    base = None
+            except (ValueError, OverflowError):
+                base = None
+            self.hours[hour] = base
+        rest = value[14:16] + value[17:19] + value[20:23]
+        if base is None or not rest.isdigit() or not rest.isascii():
+            return None, value
+        minutes, seconds = int(value[14:16]), int(value[17:19])
+        if minutes > 59 or seconds > 59:
+            return None, value
+        return base + minutes * 60_000 + seconds * 1000 + int(value[20:23]), None
+
+
 # -- what is searched --------------------------------------------------------------------
 
 def _blocks_search_text(content, parts: list[str]) -> None:
@@ -424,6 +458,7 @@ class _Plan:
     row belongs to (``id`` for sessions, ``session_id``, or None: a table of no session)."""
 
     name: str
+    target: str  # the table its rows are stored in (shape.base_table: a view's base table)
     number: int  # the table's number in the state file
     select: tuple[str, ...]
     stored: tuple[str, ...]
@@ -445,13 +480,16 @@ def _plans(store: Store) -> list[_Plan]:
         wanted = [c for c in stored if c not in helpers]
         if name == "messages":  # the generated columns' values, checked against their expressions
             wanted += [c for c in shape.MESSAGE_DERIVED if c not in wanted]
+        wanted += [c for c in shape.LINKED.get(name, ()) if c not in wanted]  # (and a view's, against the rows')
+        wanted += [c for c in shape.TIME_COLUMNS.get(name, ()) if c not in wanted]  # (as milliseconds)
         select = ["id"] + [c for c in have if c in wanted and c != "id"]
         types = dict(shape.columns(name))
         types.update(dict(shape.columns(name)))
         text = frozenset(c for c in select if c in ("id", "session_id") or types.get(c, "").startswith("str")
                          or types.get(c) in ("text", "json"))
         session_col = "id" if name == "sessions" else ("session_id" if "session_id" in have else None)
-        out.append(_Plan(name, number, tuple(select), tuple(stored), session_col, table.local_time_from, text))
+        out.append(_Plan(name, shape.base_table(name), number, tuple(select), tuple(stored), session_col,
+                         table.local_time_from, text))
     return out
 
 
@@ -461,7 +499,8 @@ def _shape_digest() -> str:
 
     parts = [__version__, SNAPSHOT_FORMAT, TOKENIZE]
     for name, table in shape.tables().items():
-        parts.append([name, shape.columns(name), sorted(shape.generated(name).items()), table.indexes, table.redact])
+        parts.append([name, shape.columns(name), sorted(shape.generated(name).items()), table.indexes, table.redact,
+                      shape.view_sql(name) if name in shape.VIEWS else None])
     return row_hash(tuple(orjson.dumps(parts, default=str).decode()[i::7] for i in range(7))).__format__("x")
 
 
@@ -499,12 +538,14 @@ def _create_schema(conn: sqlite3.Connection) -> None:
     indexes, the marker and the redactions table."""
     db = sqlite_utils.Database(conn)
     for name in _tables():
-        cols = shape.columns(name)
+        cols = shape.base_columns(name)
         names = {c for c, _ in cols}
         types = {c: _PY_TYPES.get(t.partition("=")[0], str) for c, t in cols}
         fks = [fk for fk in FOREIGN_KEYS.get(name, []) if fk[0] in names]
-        ddl = db.create_table_sql(name, types, pk="id", foreign_keys=fks)
+        ddl = db.create_table_sql(shape.base_table(name), types, pk="id", foreign_keys=fks)
         conn.execute(_generated_ddl(ddl, shape.generated(name)))
+        if name in shape.VIEWS:
+            db.create_view(name, shape.view_sql(name))
     # Contentless FTS5 (no copy of the text): sqlite-utils' enable_fts makes external-content tables
     # over a column, and the indexed text here is computed (message_search_text, tool_call_search_text).
     for fts in (shape.FTS_TABLE, shape.TOOL_FTS_TABLE):
@@ -519,7 +560,7 @@ def _create_indexes(conn: sqlite3.Connection, redact: bool) -> None:
     db = sqlite_utils.Database(conn)
     for table in shape.tables().values():
         for cols in table.indexes:
-            db[table.name].create_index(list(cols), index_name=shape.index_name(table.name, cols))
+            db[shape.base_table(table.name)].create_index(list(cols), index_name=shape.index_name(table.name, cols))
     for cols in shape.REDACTIONS_INDEXES:
         db[shape.REDACTIONS].create_index(list(cols), index_name=shape.index_name(shape.REDACTIONS, cols))
 
@@ -535,6 +576,7 @@ class _Writer:
         self.state = state
         self.prep = prep
         self.offsets = Offsets(zone)
+        self.millis = Millis()
         self.redact = redact
         self.counts: dict[str, int] = {}
         self.sessions_written: set[int] = set()
@@ -562,40 +604,36 @@ class _Writer:
         zero = 0 if self.redact else None
         name = plan.name
         ts_at = at.get(plan.local_from) if plan.local_from else None
-        previews = self._result_previews(rows, at) if name == "tool_calls" else None
-        # each stored column: a store column, the offset, the count, a generated column's helper
-        width = len(plan.select)
-        extra = {shape.UTC_OFFSET: width, COUNT_COLUMN: width + 1}
-        for k, (column, _type) in enumerate(shape.helpers(name)[1 if plan.local_from else 0:]):
-            extra[column] = width + 2 + k
-        pick = [at[c] if c in at else extra.get(c, -1) for c in plan.stored]
-        none_at = width + 2 + 6  # a column this store lacks: NULL
-        pick = [none_at if p == -1 else p for p in pick]
-        getter = operator.itemgetter(*pick)
-        offsets = self.offsets
-        out_rows = []
-        pad = (None,) * 7
-        for index, values in enumerate(rows):
-            values = tuple(values)
-            if previews is not None:
-                rid = values[at["result_message_id"]]
-                if rid in previews:
-                    values = values[:at["result_preview"]] + (previews[rid],) + values[at["result_preview"] + 1:]
-            tail = (offsets(values[ts_at]) if ts_at is not None else None, per_row.get(values[0], zero))
-            tail += derived[index] if derived is not None else ()
-            out_rows.append(getter(values + tail + pad))
-        cols = ", ".join(f"[{c}]" for c in plan.stored)
-        self.out.executemany(f"INSERT INTO [{name}] ({cols}) VALUES ({', '.join('?' * len(plan.stored))})",
-                             out_rows)
+        rows = [tuple(values) for values in rows]
+        fts_table = shape.FTS_TABLE
         if name == "tool_calls":
-            fts_rows = [(r[0], index_text(text)) for r in out_rows
-                        if (text := tool_call_search_text(*self._tool_text(plan, r)))]
-            if fts_rows:
-                self.out.executemany(f"INSERT INTO {shape.TOOL_FTS_TABLE} (rowid, {shape.FTS_COLUMN}) VALUES (?, ?)",
-                                     fts_rows)
-        elif fts_rows:
-            self.out.executemany(f"INSERT INTO {shape.FTS_TABLE} (rowid, {shape.FTS_COLUMN}) VALUES (?, ?)",
-                                 fts_rows)
+            derived, fts_rows = self._link_calls(rows, at)
+            fts_table = shape.TOOL_FTS_TABLE
+        # each stored column: a store column, the count, or a helper (shape.helpers, in order: the
+        # local-time offset, a message's or a view's helpers, the time columns' milliseconds)
+        width = len(plan.select)
+        extra = {COUNT_COLUMN: width}
+        extra.update((column, width + 1 + k) for k, (column, _type) in enumerate(shape.helpers(name)))
+        none_at = width + 1 + len(shape.helpers(name))  # a column this store lacks: NULL
+        pick = [at[c] if c in at else extra.get(c, none_at) for c in plan.stored]
+        getter = operator.itemgetter(*pick)
+        offsets, millis = self.offsets, self.millis
+        times = [at.get(c) for c in shape.TIME_COLUMNS.get(name, ())]
+        out_rows = []
+        for index, values in enumerate(rows):
+            tail = (per_row.get(values[0], zero),)
+            if ts_at is not None:
+                tail += (offsets(values[ts_at]),)
+            if derived is not None:
+                tail += derived[index]
+            for t_at in times:
+                tail += millis(values[t_at]) if t_at is not None else (None, None)
+            out_rows.append(getter(values + tail + (None,)))
+        cols = ", ".join(f"[{c}]" for c in plan.stored)
+        self.out.executemany(f"INSERT INTO [{plan.target}] ({cols}) VALUES ({', '.join('?' * len(plan.stored))})",
+                             out_rows)
+        if fts_rows:
+            self.out.executemany(f"INSERT INTO {fts_table} (rowid, {shape.FTS_COLUMN}) VALUES (?, ?)", fts_rows)
         if findings:
             self.out.executemany(f"INSERT INTO {shape.REDACTIONS} VALUES (?, ?, ?, ?, ?, ?)", findings)
         self.state.put(plan.number, hashes)
@@ -604,23 +642,47 @@ class _Writer:
             s_at = plan.stored.index(plan.session_col)
             self.sessions_written.update(r[s_at] for r in out_rows if r[s_at] is not None)
 
-    _tool_positions: tuple | None = None
-
-    def _tool_text(self, plan: _Plan, row: tuple) -> tuple:
-        if self._tool_positions is None:
-            self._tool_positions = tuple(plan.stored.index(c) for c in
-                                         ("tool_name", "command", "arguments", "result_preview"))
-        return tuple(row[i] for i in self._tool_positions)
-
-    def _result_previews(self, rows, at) -> dict:
-        """A tool call's result_preview is its result message's (redacted) preview, as the snapshot has it."""
-        ids = sorted({row[at["result_message_id"]] for row in rows if row[at["result_message_id"]] is not None})
-        out: dict = {}
+    def _link_calls(self, rows: list[tuple], at: dict) -> tuple[list[tuple], list[tuple]]:
+        """Tool calls (their final values): the helpers of the view's linked columns (shape.LINKED) and
+        the rows of tool_calls_fts. The arguments are linked when json_extract of the call's block in
+        the snapshot's message gives them exactly; the result preview is the result message's (as
+        redacted there: a value cut at the 512th character is gone whole), linked when it has one."""
+        id_at, mid_at, block_at, rid_at = at["id"], at.get("message_id"), at.get("block_index"), \
+            at.get("result_message_id")
+        args_at, preview_at = at.get("arguments"), at.get("result_preview")
+        extracted: dict = {}
+        wanted = [(r[id_at], r[mid_at], r[block_at]) for r in rows
+                  if mid_at is not None and r[mid_at] is not None and r[block_at] is not None
+                  and args_at is not None and r[args_at] is not None]
+        for i in range(0, len(wanted), 3000):
+            chunk = wanted[i:i + 3000]
+            values = ", ".join("(?, ?, ?)" for _ in chunk)
+            extracted.update(self.out.execute(
+                f"WITH v(id, mid, block) AS (VALUES {values}) SELECT v.id, CASE WHEN json_valid(m.content_blocks) "
+                "THEN json_extract(m.content_blocks, '$[' || v.block || '].arguments') END "
+                "FROM v JOIN messages m ON m.id = v.mid", [x for row in chunk for x in row]))
+        previews: dict = {}
+        ids = sorted({r[rid_at] for r in rows if rid_at is not None and r[rid_at] is not None})
         for i in range(0, len(ids), 900):
             chunk = ids[i:i + 900]
-            out.update(self.out.execute(f"SELECT id, text_preview FROM messages WHERE id IN "
-                                        f"({', '.join('?' * len(chunk))})", chunk))
-        return out
+            previews.update(self.out.execute(f"SELECT id, text_preview FROM messages WHERE id IN "
+                                             f"({', '.join('?' * len(chunk))})", chunk))
+        derived, fts_rows = [], []
+        for r in rows:
+            args = r[args_at] if args_at is not None else None
+            args_linked = args is not None and extracted.get(r[id_at], None) == args
+            preview = r[preview_at] if preview_at is not None else None
+            rid = r[rid_at] if rid_at is not None else None
+            preview_linked = preview is not None and rid in previews and previews[rid] is not None
+            if preview_linked:
+                preview = previews[rid]
+            derived.append((1 if args_linked else 0, None if args_linked else args,
+                            1 if preview_linked else 0, None if preview_linked else preview))
+            text = tool_call_search_text(r[at["tool_name"]] if "tool_name" in at else None,
+                                         r[at["command"]] if "command" in at else None, args, preview)
+            if text:
+                fts_rows.append((r[id_at], index_text(text)))
+        return derived, fts_rows
 
     def remove(self, plan: _Plan, ids: list[int]) -> int:
         """Take rows out of the snapshot (to go, or to be written again): their full-text rows (the
@@ -646,14 +708,15 @@ class _Writer:
                 self.out.executemany(f"INSERT INTO {shape.TOOL_FTS_TABLE} ({shape.TOOL_FTS_TABLE}, rowid, "
                                      f"{shape.FTS_COLUMN}) VALUES ('delete', ?, ?)", fts)
             elif plan.session_col is not None:
-                old = self.out.execute(f"SELECT id, [{plan.session_col}] FROM [{name}] WHERE id IN ({marks})",
+                old = self.out.execute(f"SELECT id, [{plan.session_col}] FROM [{plan.target}] WHERE id IN ({marks})",
                                        chunk).fetchall()
             else:
-                old = self.out.execute(f"SELECT id, NULL FROM [{name}] WHERE id IN ({marks})", chunk).fetchall()
+                old = self.out.execute(f"SELECT id, NULL FROM [{plan.target}] WHERE id IN ({marks})",
+                                       chunk).fetchall()
             self.sessions_written.update(r[-1] for r in old if r[-1] is not None)
             self.out.execute(f"DELETE FROM {shape.REDACTIONS} WHERE table_name = ? AND row_id IN ({marks})",
                              (name, *chunk))
-            self.out.execute(f"DELETE FROM [{name}] WHERE id IN ({marks})", chunk)
+            self.out.execute(f"DELETE FROM [{plan.target}] WHERE id IN ({marks})", chunk)
             gone += len(old)
         self.state.drop(plan.number, ids)
         self.counts[name] = self.counts.get(name, 0) - gone
@@ -995,7 +1058,14 @@ def _update(store: Store, target: Path, conn: sqlite3.Connection, state: State, 
     full build must do it instead."""
     from . import redact as R
 
+    # the snapshot's write lock first: what the update reads of it is what it changes
+    conn.execute("BEGIN IMMEDIATE")
+    state.begin()
     meta = state.meta()
+    if _marker(conn).get("generation") != meta.get("generation"):  # another export got here first
+        conn.execute("ROLLBACK")
+        state.rollback()
+        return None
     applied = int(meta.get("applied_seq") or 0)
     touched = store.changed_sessions(applied, seq)
     plans = _plans(store)
@@ -1012,12 +1082,16 @@ def _update(store: Store, target: Path, conn: sqlite3.Connection, state: State, 
         changes[plan.name] = (write, gone)
     new_values = known.newer(detections) if redact else []
     if not any(w or g for w, g in changes.values()) and not new_values:
+        conn.execute("ROLLBACK")
+        state.rollback()
         report = ExportReport(str(target), zone_name, unchanged=True, mode="update")
         report.bytes = target.stat().st_size
         return report
     secrets = known
     if new_values:
         if _overlaps(known, new_values):
+            conn.execute("ROLLBACK")
+            state.rollback()
             return None  # a new value inside a known one (or the reverse): replaced anew only by a full build
         secrets = R.SecretSet([*known.values(), *new_values])
         # rows exported before that hold a new value (or one now of another kind) are written again
@@ -1029,25 +1103,24 @@ def _update(store: Store, target: Path, conn: sqlite3.Connection, state: State, 
     try:
         if redact:
             prep.install(secrets)
-        conn.execute("BEGIN IMMEDIATE")
-        state.begin()
         changed: dict[str, int] = {}
-        previews_changed: set[int] = set()
+        # A tool call's arguments and result preview are its messages' (its view): those of a
+        # message written again or gone are written again too. Rows go first, the tables that
+        # depend on others before these: a tool call's old search text is read through its view
+        # while its messages are still as they were.
+        if "tool_calls" in changes:
+            messages_write, messages_gone = changes["messages"]
+            linked = _present(conn, "messages", messages_write) | messages_gone
+            changes["tool_calls"][0].update(_calls_of(conn, linked))
+        for plan in reversed(plans):
+            write, gone = changes[plan.name]
+            writer.remove(plan, sorted(gone | _present(conn, plan.target, write)))
         for plan in plans:
             write, gone = changes[plan.name]
-            if plan.name == "tool_calls" and previews_changed:
-                write.update(_calls_of(conn, previews_changed))
-            in_snapshot = _present(conn, plan.name, write)
-            old_previews = _previews(conn, in_snapshot) if plan.name == "messages" else {}
-            n = writer.remove(plan, sorted(gone | in_snapshot))
             for rows in _store_rows_by_id(store, plan, sorted(write)):
                 writer.copy(plan, rows)
             prep.drain()
-            if old_previews:
-                new = _previews(conn, set(old_previews))
-                previews_changed = {i for i, p in old_previews.items() if new.get(i) != p}
-            changed[plan.name] = len(write) + len(gone - write) if (write or gone) else 0
-            del n
+            changed[plan.name] = len(write | gone)
         prep.close()
         sessions = set(touched) | writer.sessions_written
         secrets_total = _finish_counts(conn, sessions, redact)
@@ -1108,12 +1181,12 @@ def _differences(store: Store, conn: sqlite3.Connection, state: State, plan: _Pl
             marks = ", ".join("?" * len(chunk))
             for rows in _store_rows(store, plan, f"[{col}] IN ({marks})", chunk):
                 compare(rows)
-            snap_ids.update(r[0] for r in conn.execute(f"SELECT id FROM [{plan.name}] WHERE [{col}] IN ({marks})",
+            snap_ids.update(r[0] for r in conn.execute(f"SELECT id FROM [{plan.target}] WHERE [{col}] IN ({marks})",
                                                        chunk))
         if col != "id":  # rows of no session yet (a source kind links them later)
             for rows in _store_rows(store, plan, f"[{col}] IS NULL"):
                 compare(rows)
-            snap_ids.update(r[0] for r in conn.execute(f"SELECT id FROM [{plan.name}] WHERE [{col}] IS NULL"))
+            snap_ids.update(r[0] for r in conn.execute(f"SELECT id FROM [{plan.target}] WHERE [{col}] IS NULL"))
     gone = snap_ids - seen
     if gone and plan.session_col is not None:
         # a row that moved to a session not touched is still in the store: written again, not lost
@@ -1137,24 +1210,18 @@ def _present(conn: sqlite3.Connection, table: str, ids) -> set[int]:
     return out
 
 
-def _previews(conn: sqlite3.Connection, ids) -> dict[int, str | None]:
-    ids = sorted(ids)
-    out: dict[int, str | None] = {}
-    for i in range(0, len(ids), 500):
-        chunk = ids[i:i + 500]
-        out.update(conn.execute(f"SELECT id, text_preview FROM messages WHERE id IN ({', '.join('?' * len(chunk))})",
-                                chunk))
-    return out
-
-
 def _calls_of(conn: sqlite3.Connection, message_ids: set[int]) -> set[int]:
-    """The tool calls whose result is one of these messages (their result_preview is its preview)."""
+    """The tool calls whose call or result is one of these messages (the view takes their arguments
+    and result preview from there)."""
     ids = sorted(message_ids)
     out: set[int] = set()
+    base = shape.base_table("tool_calls")
     for i in range(0, len(ids), 500):
         chunk = ids[i:i + 500]
-        out.update(r[0] for r in conn.execute(
-            f"SELECT id FROM tool_calls WHERE result_message_id IN ({', '.join('?' * len(chunk))})", chunk))
+        marks = ", ".join("?" * len(chunk))
+        out.update(r[0] for r in conn.execute(f"SELECT id FROM [{base}] WHERE message_id IN ({marks}) UNION "
+                                              f"SELECT id FROM [{base}] WHERE result_message_id IN ({marks})",
+                                              chunk + chunk))
     return out
 
 
@@ -1178,7 +1245,7 @@ def _holding(conn: sqlite3.Connection, plan: _Plan, secrets) -> set[int]:
     text_cols = [c for c, t in shape.stored(plan.name) if t.startswith("str") or t in ("text", "json")]
     if not text_cols:
         return set()
-    select = (f"SELECT id, {', '.join(f'[{c}]' for c in text_cols)} FROM [{plan.name}] WHERE id > ? "
+    select = (f"SELECT id, {', '.join(f'[{c}]' for c in text_cols)} FROM [{plan.target}] WHERE id > ? "
               f"ORDER BY id LIMIT {BATCH}")
     out: set[int] = set()
     last = -(2 ** 63)

@@ -76,7 +76,7 @@ TABLES: dict[str, Table] = {t.name: t for t in (
         local_time_from="timestamp",
         # A tool call's text is its messages': replaced here, counted there.
         indexes=(("agent_id", "timestamp"), ("day",), ("server",), ("tool_name",), ("is_error",), ("session_id",),
-                 ("timestamp",), ("message_id",), ("agent_id", "day"), ("source",)),
+                 ("timestamp",), ("message_id",), ("agent_id", "day"), ("source",), ("result_message_id",)),
         first=("local_time", "agent_id", "tool_name", "command", "is_error", "exit_code", "duration_ms",
                "result_preview", "server", "source", "day", "timestamp"),
         last=("session_id", "message_id", "session_uuid", "message_uuid", "block_index", "call_id", "result_message_id",
@@ -166,13 +166,68 @@ MESSAGE_DERIVED = {
 }
 
 
+# A table held as a view over its stored rows (in a base table of another name), for columns
+# whose values are other rows': a tool call's arguments are its message's block (json_extract of
+# the call message's content_blocks) and its result preview its result message's preview. Each
+# is checked row by row when written; ``*_linked`` = 1 says the view takes the value from there,
+# else ``*_kept`` holds it.
+VIEWS = {"tool_calls": "tool_call_rows"}
+LINKED: dict[str, dict[str, tuple]] = {
+    "tool_calls": {
+        # column: (helper columns, the view's expression over t (the row), m (its message), r (its result))
+        "arguments": ((("arguments_linked", "bool"), ("arguments_kept", "json")),
+                      "CASE WHEN t.arguments_linked = 1 THEN json_extract(m.content_blocks, "
+                      "'$[' || t.block_index || '].arguments') ELSE t.arguments_kept END"),
+        "result_preview": ((("result_preview_linked", "bool"), ("result_preview_kept", "str:512")),
+                           "CASE WHEN t.result_preview_linked = 1 THEN r.text_preview ELSE t.result_preview_kept END"),
+    },
+}
+
+
+def base_table(table: str) -> str:
+    """Where a table's rows are stored: itself, or the base table of its view."""
+    return VIEWS.get(table, table)
+
+
+def view_sql(table: str) -> str:
+    """The SELECT of a table held as a view: its columns in reading order (helpers left out)."""
+    linked = LINKED[table]
+    helper_names = {c for c, _ in helpers(table)}
+    parts = []
+    for column, _kind in columns(table):
+        if column in helper_names:
+            continue
+        parts.append(f"{linked[column][1]} AS [{column}]" if column in linked else f"t.[{column}]")
+    return (f"SELECT {', '.join(parts)} FROM [{base_table(table)}] t "
+            "LEFT JOIN messages m ON m.id = t.message_id LEFT JOIN messages r ON r.id = t.result_message_id")
+
+
+# UTC times of the big tables as whole milliseconds since 1970 (6 bytes where the text takes 23),
+# shown as the same 'YYYY-MM-DD HH:MM:SS.fff' text (integer arithmetic only: exact); a value not
+# of that form is kept as it is.
+TIME_COLUMNS = {"messages": ("timestamp", "created_at"), "tool_calls": ("timestamp", "created_at"),
+                "entries": ("timestamp", "created_at")}
+
+
+def _ms_text(ms: str, plus: str = "") -> str:
+    return (f"strftime('%Y-%m-%d %H:%M:%S', {ms} / 1000{plus}, 'unixepoch') || '.' || "
+            f"printf('%03d', {ms} % 1000)")
+
+
 def generated(table: str) -> dict[str, str]:
     """Column -> the SQL expression a generated column of ``table`` computes."""
     shape = tables()[table]
     out: dict[str, str] = {}
+    for column in TIME_COLUMNS.get(table, ()):
+        out[column] = (f"COALESCE({column}_kept, CASE WHEN {column}_ms IS NOT NULL "
+                       f"THEN {_ms_text(column + '_ms')} END)")
     if shape.local_time_from:
-        out["local_time"] = (f"strftime('%Y-%m-%d %H:%M:%f', [{shape.local_time_from}], "
-                             f"{UTC_OFFSET} || ' seconds')")
+        ts = shape.local_time_from
+        local = f"strftime('%Y-%m-%d %H:%M:%f', [{ts}], {UTC_OFFSET} || ' seconds')"
+        if ts in TIME_COLUMNS.get(table, ()):
+            local = (f"CASE WHEN {ts}_ms IS NOT NULL THEN {_ms_text(ts + '_ms', f' + {UTC_OFFSET}')} "
+                     f"ELSE {local} END")
+        out["local_time"] = local
         out["day"] = "substr(local_time, 1, 10)"
     if table == "messages":
         out.update((column, expr) for column, (_helpers, expr) in MESSAGE_DERIVED.items())
@@ -185,6 +240,10 @@ def helpers(table: str) -> list[tuple[str, str]]:
     if table == "messages":
         for helper_columns, _expr in MESSAGE_DERIVED.values():
             out.extend(helper_columns)
+    for helper_columns, _expr in LINKED.get(table, {}).values():
+        out.extend(helper_columns)
+    for column in TIME_COLUMNS.get(table, ()):
+        out += [(f"{column}_ms", "bigint"), (f"{column}_kept", "text")]
     return out
 
 
@@ -215,9 +274,17 @@ def columns(table: str) -> list[tuple[str, str]]:
 
 
 def stored(table: str) -> list[tuple[str, str]]:
-    """The columns a row of ``table`` stores (the snapshot's columns less the generated ones), in order."""
+    """The columns a row of ``table`` stores (the snapshot's columns less the generated ones and
+    those its view takes from other rows), in order."""
     gen = generated(table)
-    return [c for c in columns(table) if c[0] not in gen]
+    linked = LINKED.get(table, {})
+    return [c for c in columns(table) if c[0] not in gen and c[0] not in linked]
+
+
+def base_columns(table: str) -> list[tuple[str, str]]:
+    """The columns of the table the rows are stored in (generated ones among them)."""
+    linked = LINKED.get(table, {})
+    return [c for c in columns(table) if c[0] not in linked]
 
 
 def index_name(table: str, cols: tuple[str, ...]) -> str:

@@ -115,7 +115,8 @@ def test_a_live_snapshot_serves_datasette_with_its_own_counts(snapshot):
 
     status, rows, served = asyncio.run(go())
     assert status == 200 and [r["role"] for r in rows] == ["user"]
-    assert {t: served[t] for t in counts} == counts
+    # every table's count as the export keeps it (tool_calls is a view: listed apart, without one)
+    assert served == {t: n for t, n in counts.items() if t != "tool_calls"}
 
 
 def test_a_full_build_is_a_new_file_while_the_old_one_is_read(tmp_path, snapshot):

@@ -10,11 +10,12 @@ import json
 import shutil
 import sqlite3
 from collections import defaultdict
+from datetime import datetime, timezone
 
 import pytest
 
 import session_list_fixture as SF
-from importer import derived
+from importer import derived, shape
 from importer.search import fts_query
 
 
@@ -242,16 +243,18 @@ def change(conn) -> list[int]:
     for k, (role, cost_source) in enumerate((("assistant", "unpriced"), ("toolResult", None))):
         row = dict(zip(cols, m))
         row.update(id=top + 1 + k, seq=(row["seq"] or 0) + 1 + k, role=role, cost_source=cost_source, cost_usd=None,
-                   total_tokens=777 if cost_source else None, timestamp="2026-04-07 01:00:0%d.000" % k,
+                   total_tokens=777 if cost_source else None, timestamp_kept=None,
+                   timestamp_ms=int(datetime(2026, 4, 7, 1, 0, k, tzinfo=timezone.utc).timestamp() * 1000),
                    utc_offset_s=8 * 3600, has_thinking=1, usage_counted=1,
                    message_uuid=f"new-{k}")
         conn.execute(f"INSERT INTO messages ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})",
                      list(row.values()))
-    tcols = [d[1] for d in conn.execute("PRAGMA table_info(tool_calls)")]
-    t = conn.execute(f"SELECT {', '.join(tcols)} FROM tool_calls WHERE session_id = ? LIMIT 1", (telegram,)).fetchone()
+    calls = shape.base_table("tool_calls")  # (tool_calls is a view over its stored rows)
+    tcols = [d[1] for d in conn.execute(f"PRAGMA table_info({calls})")]
+    t = conn.execute(f"SELECT {', '.join(tcols)} FROM {calls} WHERE session_id = ? LIMIT 1", (telegram,)).fetchone()
     trow = dict(zip(tcols, t))
-    trow.update(id=conn.execute("SELECT MAX(id) + 1 FROM tool_calls").fetchone()[0], is_error=1, call_id="new-call")
-    conn.execute(f"INSERT INTO tool_calls ({', '.join(trow)}) VALUES ({', '.join('?' * len(trow))})",
+    trow.update(id=conn.execute(f"SELECT MAX(id) + 1 FROM {calls}").fetchone()[0], is_error=1, call_id="new-call")
+    conn.execute(f"INSERT INTO {calls} ({', '.join(trow)}) VALUES ({', '.join('?' * len(trow))})",
                  list(trow.values()))
     # a prompt edited (redacted, say), and its session's label set: the title moves to the label
     conn.execute("UPDATE messages SET preview_kept = '重新 部署 quokka', preview_path = NULL, content_blocks = ? "
@@ -260,14 +263,14 @@ def change(conn) -> list[int]:
     # a label taken away: the prompt is the title again
     conn.execute("UPDATE sessions SET label = NULL WHERE id = ?", (label,))
     # a failed tool call that no longer failed; a model call counted elsewhere now
-    conn.execute("UPDATE tool_calls SET is_error = 0 WHERE session_id = ?", (feishu,))
+    conn.execute(f"UPDATE {calls} SET is_error = 0 WHERE session_id = ?", (feishu,))
     conn.execute("UPDATE messages SET usage_counted = 0 WHERE id = (SELECT MIN(id) FROM messages WHERE session_id = ? "
                  "AND cost_source IS NOT NULL)", (codex,))
     # every message of a session gone: what the session row still says (its own times) stays
     conn.execute("DELETE FROM messages WHERE session_id = ?", (night,))
-    conn.execute("DELETE FROM tool_calls WHERE session_id = ?", (night,))
+    conn.execute(f"DELETE FROM {calls} WHERE session_id = ?", (night,))
     # a session gone altogether
-    for tbl, column in (("messages", "session_id"), ("tool_calls", "session_id"), ("sessions", "id")):
+    for tbl, column in (("messages", "session_id"), (calls, "session_id"), ("sessions", "id")):
         conn.execute(f"DELETE FROM {tbl} WHERE {column} = ?", (gone,))
     return [telegram, feishu, label, night, codex, gone]
 

@@ -151,7 +151,8 @@ class Archive:
     def last_entry(path: Path) -> dict:
         return json.loads(path.read_bytes().rstrip(b"\n").rsplit(b"\n", 1)[-1])
 
-    def append(self, path: Path, objs: list[dict]) -> None:
+    @staticmethod
+    def append(path: Path, objs: list[dict]) -> None:
         with open(path, "a", encoding="utf-8") as f:
             for obj in objs:
                 f.write(json.dumps(obj, ensure_ascii=False) + "\n")
@@ -350,8 +351,8 @@ def test_a_served_snapshot_shows_each_update_and_a_full_build(archive):
         assert _get(f"{base}/snapshot/messages.json?_size=0")["filtered_table_rows_count"] == before + 3
         assert urllib.request.urlopen(f"{base}/-/agentbase?days=all", timeout=30).read().decode() != dash
         # the home page lists the session's new activity; the table counts are the export's
-        counts = _get(f"{base}/snapshot.json")["tables"]
-        assert {t["name"]: t["count"] for t in counts}["messages"] == before + 3
+        tables = _get(f"{base}/snapshot.json")["tables"]
+        assert {t["name"]: t["count"] for t in tables}["messages"] == before + 3
         # a full build: a new file under the same name, read on the next page
         a.append(f, turn(a.last_entry(f)["id"], 9900, "fullbuildotter"))
         a.import_tree()
@@ -393,3 +394,31 @@ def test_the_state_file_is_private_and_a_mismatch_rebuilds(archive, tmp_path):
     finally:
         store.close()
     assert report.mode == "full" and report.why_full == "the time zone changed"
+
+
+def test_an_update_from_mariadb_equals_a_full_build(tmp_path, mariadb_url):
+    """The change log works the same on MariaDB (its numbers under the store's named write lock)."""
+    tree = tmp_path / "tree"
+    demo.generate_tree(str(tree), target_bytes=400_000, seed=3)
+    snapshot = tmp_path / "snap" / "snapshot.db"
+
+    def sync(**kw):
+        store = open_store(mariadb_url)
+        try:
+            assert run_import(store, [str(tree)]).files_failed == 0
+            return export_snapshot(store, snapshot, timezone=ZONE, **kw)
+        finally:
+            store.close()
+
+    assert sync().mode == "full"
+    files = sorted(tree.glob("*/agents/*/sessions/*.jsonl"))
+    Archive.append(files[0], turn(Archive.last_entry(files[0])["id"], 9000, "mariadb otter", call="call-m1"))
+    report = sync()
+    assert report.mode == "update" and report.sessions_changed == 1 and report.changed["messages"] == 3
+    store = open_store(mariadb_url)
+    try:
+        export_snapshot(store, tmp_path / "full" / "snapshot.db", timezone=ZONE)
+    finally:
+        store.close()
+    assert not differences(contents(snapshot), contents(tmp_path / "full" / "snapshot.db"))
+    assert sync().unchanged
