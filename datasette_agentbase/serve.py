@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -96,6 +97,26 @@ def datasette_args(snapshot: Path, host: str, port: int, metadata_file: Path, te
     return args
 
 
+RUN_PREFIX = "agentbase-serve-"  # + pid: the folder of one run's metadata file
+
+
+def _remove_stale_runs() -> None:
+    """The folders of runs that were killed (SIGKILL leaves no chance to clean up): their pid is gone."""
+    for folder in Path(tempfile.gettempdir()).glob(f"{RUN_PREFIX}*-*"):
+        pid = folder.name[len(RUN_PREFIX):].split("-", 1)[0]
+        try:
+            if not pid.isdigit() or not folder.is_dir() or folder.stat().st_uid != os.getuid():
+                continue
+        except OSError:
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            shutil.rmtree(folder, ignore_errors=True)
+        except OSError:
+            pass
+
+
 def serve(snapshot: Path, host: str = "127.0.0.1", port: int = 8001, metadata_path: Path | None = None,
           template_dir: Path | None = None, settings: dict | None = None, password_env: str | None = None,
           no_sql: bool = False) -> None:
@@ -108,7 +129,8 @@ def serve(snapshot: Path, host: str = "127.0.0.1", port: int = 8001, metadata_pa
         print("warning: the explorer's metadata.yml was not found (neither in a source tree nor in the "
               "installed package): serving without its canned queries, facets and descriptions; "
               "pass -m metadata.yml", file=sys.stderr)
-    with tempfile.TemporaryDirectory(prefix="agentbase-serve-") as tmp:
+    _remove_stale_runs()
+    with tempfile.TemporaryDirectory(prefix=f"{RUN_PREFIX}{os.getpid()}-") as tmp:
         metadata_file = Path(tmp) / "metadata.json"
         metadata = with_password(load_metadata(snapshot, metadata_path), password_env)
         metadata_file.write_text(json.dumps(metadata), encoding="utf-8")

@@ -438,6 +438,7 @@ def watch(paths, config_file, db, output, interval, quiet):
                 report_line(result.report)
 
     from .export import snapshot_path_for
+    from .snapshot_state import state_path
 
     target = output or (config.snapshot if config is not None and config.snapshot else None)
     snapshot = Path(target).expanduser() if target else snapshot_path_for(store)
@@ -450,7 +451,8 @@ def watch(paths, config_file, db, output, interval, quiet):
 
     plan = WatchPlan(local_paths, import_local, import_remote if remote else None, export, interval=interval,
                      say=say, ignore=(str(store.location), str(snapshot.parent / ("." + snapshot.name)),
-                                      str(snapshot)))
+                                      str(snapshot), str(state_path(snapshot)),
+                                      str(snapshot.parent / ("." + state_path(snapshot).name))))
     try:
         with run_lock(lock_path(store), "watch"):
             status = run_watch(plan)

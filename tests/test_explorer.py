@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
 from pathlib import Path
 
@@ -534,6 +535,28 @@ def test_serve_without_snapshot_is_one_line(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "importer", "serve", str(tmp_path / "none.db")],
                           cwd=REPO, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 1 and "no snapshot at" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_serve_removes_what_killed_runs_left(tmp_path, monkeypatch):
+    """A killed `agentbase serve` cannot remove its metadata folder; the next start does, and only
+    folders whose process is gone."""
+    import subprocess
+    import sys
+    import tempfile
+
+    from datasette_agentbase import serve
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    stale = tmp_path / f"{serve.RUN_PREFIX}{dead.pid}-abc"
+    alive = tmp_path / f"{serve.RUN_PREFIX}{os.getpid()}-def"
+    other = tmp_path / f"{serve.RUN_PREFIX}notapid-x"
+    for folder in (stale, alive, other):
+        folder.mkdir()
+        (folder / "metadata.json").write_text("{}")
+    serve._remove_stale_runs()
+    assert not stale.exists() and alive.exists() and other.exists()
 
 
 # -- paging: a page of `limit` rows (default 200), the last row's `next` link to the next one -----------------
