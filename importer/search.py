@@ -31,17 +31,20 @@ _WORD = re.compile(r"\w+", re.UNICODE)
 TOKENIZE = "unicode61 remove_diacritics 2"
 
 
-def _pairs(run: str) -> str:
-    if len(run) == 1:
-        return run
-    return " ".join(map(operator.add, run, run[1:]))
+_CJK_SPLIT = re.compile(f"([{CJK_RANGES}]+)")  # (the runs kept, at the odd places of split())
 
 
 def index_text(text: str) -> str:
-    """The text as the FTS index should see it: CJK runs as character pairs."""
-    if text.isascii() or not CJK_RUN.search(text):  # isascii: a fast way out for most text
+    """The text as the FTS index should see it: CJK runs as character pairs, each run between
+    spaces. (split and one list, not sub with a function: a third less time, the same text.)"""
+    if text.isascii():  # a fast way out for most text
         return text
-    return CJK_RUN.sub(lambda m: f" {_pairs(m.group())} ", text)
+    parts = _CJK_SPLIT.split(text)
+    if len(parts) == 1:
+        return text
+    add = operator.add
+    parts[1::2] = [f" {' '.join(map(add, run, run[1:])) if len(run) > 1 else run} " for run in parts[1::2]]
+    return "".join(parts)
 
 
 def _tokens(term: str) -> list[str]:
