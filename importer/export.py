@@ -169,35 +169,38 @@ class Offsets:
 class Millis:
     """UTC 'YYYY-MM-DD HH:MM:SS.fff' -> (milliseconds since 1970, None), the snapshot's stored form of
     a time column (shape.TIME_COLUMNS), or (None, the value) for one not of that form (kept as it
-    is). The hour's start is cached; the rest is read as digits."""
+    is): only a value that the generated text column gives back exactly is stored as a number. The
+    minute's start is cached; seconds and milliseconds are read as digits."""
 
     def __init__(self):
-        self.hours: dict[str, int | None] = {}
+        self.minutes: dict[str, int | None] = {}
 
     def __call__(self, value) -> tuple[int | None, str | None]:
         if value is None:
             return None, None
-        if not isinstance(value, str) or len(value) != 23 or value[13] != ":" or value[16] != ":" \
-                or value[19] != "." or value[10] != " ":
+        if value.__class__ is not str or len(value) != 23 or value[19] != "." or value[16] != ":":
             return None, value
-        hour = value[:13]
-        base = self.hours.get(hour, -1)
+        minute = value[:16]
+        base = self.minutes.get(minute, -1)
         if base == -1:
-            try:
-                dt = datetime.fromisoformat(hour + ":00:00")
-                base = (dt - datetime(1970, 1, 1)) // timedelta(milliseconds=1)
-                if base < 0 or dt.year < 1000:
-                    base = None
-            except (ValueError, OverflowError):
-                base = None
-            self.hours[hour] = base
-        rest = value[14:16] + value[17:19] + value[20:23]
-        if base is None or not rest.isdigit() or not rest.isascii():
+            base = self.minutes[minute] = _minute_ms(minute)
+        seconds, fraction = value[17:19], value[20:23]
+        if base is None or not (seconds.isascii() and fraction.isascii() and seconds.isdigit()
+                                and fraction.isdigit()) or seconds > "59":
             return None, value
-        minutes, seconds = int(value[14:16]), int(value[17:19])
-        if minutes > 59 or seconds > 59:
-            return None, value
-        return base + minutes * 60_000 + seconds * 1000 + int(value[20:23]), None
+        return base + int(seconds) * 1000 + int(fraction), None
+
+
+def _minute_ms(minute: str) -> int | None:
+    """'YYYY-MM-DD HH:MM' -> its milliseconds since 1970, when it is written exactly as SQLite's
+    strftime writes it back (after 1970); else None."""
+    try:
+        dt = datetime.fromisoformat(minute + ":00")
+    except ValueError:
+        return None
+    if dt.tzinfo is not None or dt.strftime("%Y-%m-%d %H:%M") != minute or dt.year < 1970:
+        return None
+    return (dt - datetime(1970, 1, 1)) // timedelta(milliseconds=1)
 
 
 # -- what is searched --------------------------------------------------------------------
@@ -394,15 +397,28 @@ class _Preparer:
     order, once its result is back. ``parallel=False``: all in this process
     (an update's few rows are not worth a worker)."""
 
-    def __init__(self, redact: bool, parallel: bool = True):
+    def __init__(self, redact: bool, parallel: bool = True, fts_file: Path | None = None):
         self.redact = redact
         self.pending: deque = deque()
         self.pool = None
+        self.indexing = False  # the worker writes the messages' index into fts_file
         if parallel and (os.cpu_count() or 1) > 1:
             try:
                 self.pool = multiprocessing.get_context("fork" if hasattr(os, "fork") else "spawn").Pool(1)
             except (OSError, ValueError):  # no processes here: do it inline
                 self.pool = None
+        if self.pool is not None and fts_file is not None:
+            self.pool.apply(_worker_fts_open, (str(fts_file),))
+            self.indexing = True
+
+    def finish_index(self) -> bool:
+        """The worker's index complete (optimized, closed); whether there is one to adopt."""
+        if not self.indexing:
+            return False
+        self.drain()
+        self.pool.apply(_worker_fts_close)
+        self.indexing = False
+        return True
 
     def install(self, secrets) -> None:
         """The set pass 2 replaces, here and in the worker."""
@@ -430,7 +446,8 @@ class _Preparer:
         if self.pool is None:
             write(rows, prepare_rows(table, names, payload, redact, fts))
             return
-        self.pending.append((rows, write, self.pool.apply_async(prepare_rows, (table, names, payload, redact, fts))))
+        work = prepare_and_index if self.indexing else prepare_rows
+        self.pending.append((rows, write, self.pool.apply_async(work, (table, names, payload, redact, fts))))
         while len(self.pending) > 4:  # bounded memory: a few batches ahead at most
             self._finish_one()
 
@@ -549,11 +566,79 @@ def _create_schema(conn: sqlite3.Connection) -> None:
     # Contentless FTS5 (no copy of the text): sqlite-utils' enable_fts makes external-content tables
     # over a column, and the indexed text here is computed (message_search_text, tool_call_search_text).
     for fts in (shape.FTS_TABLE, shape.TOOL_FTS_TABLE):
-        conn.execute(f"CREATE VIRTUAL TABLE [{fts}] USING fts5({shape.FTS_COLUMN}, content='', "
-                     f"tokenize='{TOKENIZE}')")
+        _create_fts(conn, fts)
     db.create_table(shape.MARKER, {"key": str, "value": str}, pk="key")
     db.create_table(shape.REDACTIONS, {"table_name": str, "row_id": int, "session_id": int, "column_name": str,
                                        "kind": str, "count": int})
+
+
+def _create_fts(conn: sqlite3.Connection, fts: str) -> None:
+    conn.execute(f"CREATE VIRTUAL TABLE [{fts}] USING fts5({shape.FTS_COLUMN}, content='', tokenize='{TOKENIZE}')")
+
+
+def _load_settings(conn: sqlite3.Connection, fts: str) -> None:
+    """Fewer, larger merges while loading; 'optimize' merges all at the end. A 64 MB term buffer
+    (the default is 1 MB) writes far fewer small segments to merge: the index of a million messages
+    in a quarter less time (27 s -> 20 s here)."""
+    conn.execute(f"INSERT INTO {fts} ({fts}, rank) VALUES ('automerge', 16)")
+    conn.execute(f"INSERT INTO {fts} ({fts}, rank) VALUES ('hashsize', ?)", (64 * 2**20,))
+
+
+# The messages' index of a full build is built by the worker (which computes its text) in a file of
+# its own, then copied into the snapshot's shadow tables (all of an FTS5 index's state is in them): the
+# largest single cost of a build moves off the main process, which writes the rows meanwhile. Measured
+# on 300,000 messages: the main process's CPU 42-50 s -> 32-36 s, the build about a tenth faster. The
+# snapshot's connection is reopened after the copy, so that FTS5 reads the index anew.
+_FTS_SHADOWS = ("data", "idx", "docsize", "config")
+_worker_fts: sqlite3.Connection | None = None
+
+
+def _worker_fts_open(path: str) -> None:
+    global _worker_fts
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("PRAGMA journal_mode = OFF")
+    conn.execute("PRAGMA synchronous = OFF")
+    _create_fts(conn, shape.FTS_TABLE)
+    _load_settings(conn, shape.FTS_TABLE)
+    conn.execute("BEGIN")
+    _worker_fts = conn
+
+
+def _worker_fts_close() -> None:
+    global _worker_fts
+    conn, _worker_fts = _worker_fts, None
+    conn.execute("COMMIT")
+    conn.execute(f"INSERT INTO {shape.FTS_TABLE} ({shape.FTS_TABLE}) VALUES ('optimize')")
+    conn.close()
+
+
+def prepare_and_index(table: str, names: tuple[str, ...], rows: list[tuple], redact: bool, fts: bool):
+    """prepare_rows, in the worker, with the messages' full-text rows written to its own index."""
+    patches, findings, fts_rows, derived_rows = prepare_rows(table, names, rows, redact, fts)
+    if fts_rows and _worker_fts is not None:
+        _worker_fts.executemany(f"INSERT INTO {shape.FTS_TABLE} (rowid, {shape.FTS_COLUMN}) VALUES (?, ?)",
+                                fts_rows)
+        fts_rows = []
+    return patches, findings, fts_rows, derived_rows
+
+
+def _adopt_fts(path: Path, fts_file: Path) -> None:
+    """Copy the index the worker built into the snapshot's (empty) one, through a connection of its
+    own: the build's connection, reopened after, reads it as any other change made elsewhere."""
+    conn = sqlite3.connect(str(path), isolation_level=None)
+    try:
+        conn.execute("PRAGMA journal_mode = OFF")
+        conn.execute("PRAGMA synchronous = OFF")
+        conn.execute("ATTACH DATABASE ? AS worker", (str(fts_file),))
+        conn.execute("BEGIN")
+        for shadow in _FTS_SHADOWS:
+            table = f"{shape.FTS_TABLE}_{shadow}"
+            conn.execute(f"DELETE FROM main.[{table}]")
+            conn.execute(f"INSERT INTO main.[{table}] SELECT * FROM worker.[{table}]")
+        conn.execute("COMMIT")
+        conn.execute("DETACH DATABASE worker")
+    finally:
+        conn.close()
 
 
 def _create_indexes(conn: sqlite3.Connection, redact: bool) -> None:
@@ -970,25 +1055,17 @@ def _build(store: Store, target: Path, zone, zone_name: str, redact: bool, facts
     state_tmp = spath.with_name(f".{spath.name}.tmp-{os.getpid()}")
     private_file(tmp)  # 0600 in a 0700 folder: the snapshot holds transcripts
     report = ExportReport(str(target), zone_name)
-    out = sqlite3.connect(str(tmp), isolation_level=None)
+    fts_file = tmp.with_name(tmp.name + "-fts")
+    out = _build_connection(tmp)
     state = State(state_tmp, create=True)
     prep = None
     try:
-        out.execute("PRAGMA page_size = 16384")
-        out.execute("PRAGMA journal_mode = OFF")  # a temporary file: a failure discards it whole
-        out.execute("PRAGMA synchronous = OFF")
-        out.execute("PRAGMA cache_size = -65536")
         out.execute("BEGIN")
         state.begin()
         _create_schema(out)
-        # Fewer, larger merges while loading; 'optimize' merges all at the end.
-        # A 64 MB term buffer (the default is 1 MB) writes far fewer small
-        # segments to merge: the index of a million messages in a quarter
-        # less time (27 s -> 20 s here).
         for fts in (shape.FTS_TABLE, shape.TOOL_FTS_TABLE):
-            out.execute(f"INSERT INTO {fts} ({fts}, rank) VALUES ('automerge', 16)")
-            out.execute(f"INSERT INTO {fts} ({fts}, rank) VALUES ('hashsize', ?)", (64 * 2**20,))
-        prep = _Preparer(redact)
+            _load_settings(out, fts)
+        prep = _Preparer(redact, fts_file=fts_file)
         writer = _Writer(out, state, prep, zone, redact)
         if redact:
             from . import redact as R
@@ -1005,7 +1082,16 @@ def _build(store: Store, target: Path, zone, zone_name: str, redact: bool, facts
                 writer.copy(plan, rows)
             prep.drain()
             report.rows[plan.name] = writer.counts.get(plan.name, 0)
+        built_fts = prep.finish_index()
         prep.close()
+        if built_fts:
+            out.execute("COMMIT")
+            out.close()
+            out = None
+            _adopt_fts(tmp, fts_file)
+            fts_file.unlink()
+            out = _build_connection(tmp)
+            out.execute("BEGIN")
         _create_indexes(out, redact)
         report.secrets_redacted = _finish_counts(out, None, redact)
         report.rows[derived.TABLE] = _refresh_derived(out, None)
@@ -1044,12 +1130,21 @@ def _build(store: Store, target: Path, zone, zone_name: str, redact: bool, facts
         if out is not None:
             out.close()
         state.close()
-        for leftover in (tmp, state_tmp):
+        for leftover in (tmp, state_tmp, fts_file):
             if leftover.exists():
                 leftover.unlink()
         raise
     report.bytes = target.stat().st_size
     return report
+
+
+def _build_connection(path: Path) -> sqlite3.Connection:
+    out = sqlite3.connect(str(path), isolation_level=None)
+    out.execute("PRAGMA page_size = 16384")
+    out.execute("PRAGMA journal_mode = OFF")  # a temporary file: a failure discards it whole
+    out.execute("PRAGMA synchronous = OFF")
+    out.execute("PRAGMA cache_size = -65536")
+    return out
 
 
 def _update(store: Store, target: Path, conn: sqlite3.Connection, state: State, zone, zone_name: str,
