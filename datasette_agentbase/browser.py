@@ -35,7 +35,7 @@ from datasette.utils.asgi import BadRequest, NotFound, Response
 from importer import derived
 from importer.search import fts_query
 
-from . import dashboard
+from . import dashboard, live
 
 PAGE_SIZE = 50
 MAX_PAGE = 500
@@ -123,8 +123,12 @@ _choices_lock = threading.Lock()
 
 
 def _choices(conn: sqlite3.Connection, key) -> dict:
-    """The filters' choices (agents, servers, sources) and the latest day; kept per snapshot file
-    (an immutable snapshot never changes while served)."""
+    """The filters' choices (agents, servers, sources) and the latest day; kept per snapshot: per
+    file when it is served immutable, else per build and update (live.version), so an update that
+    brings a new agent or day shows it at once."""
+    if key is None:
+        current = live.version(conn)
+        key = ("live", *current) if current else None
     if key is not None:
         with _choices_lock:
             found = _choices_cache.get(key)

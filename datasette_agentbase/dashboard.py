@@ -5,8 +5,8 @@ kind, drawn as SVG on the server (no JavaScript, no CDN: it works offline).
 How the figures are made
     One pass over ``messages`` groups the snapshot by (local day, local hour,
     server, agent, source, model): the *cube*, a few thousand rows for a million
-    messages (about 1.5 s at a million, done once at start-up in the background;
-    the snapshot is immutable while it is served). Every page -- any date preset,
+    messages (about 1.5 s at a million, done once at start-up in the background,
+    and again after each update of the snapshot: live.version). Every page -- any date preset,
     server, source or agent -- is then summed from the cube in Python, in
     milliseconds, and cached under all of its filters.
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import sqlite3
 import subprocess
@@ -353,6 +354,18 @@ def test_a_served_snapshot_shows_each_update_and_a_full_build(archive):
         # the home page lists the session's new activity; the table counts are the export's
         tables = _get(f"{base}/snapshot.json")["tables"]
         assert {t["name"]: t["count"] for t in tables}["messages"] == before + 3
+        # a new agent (a copy of another session under its name): the session browser offers it at once
+        home = urllib.request.urlopen(f"{base}/", timeout=30).read().decode()  # (its choices kept now)
+        assert "servedquokka" not in home
+        other = a.live_files()[1]
+        agent_dir = other.parent.parent.parent / "servedquokka" / "sessions"
+        agent_dir.mkdir(parents=True)
+        shutil.copy(other, agent_dir / other.name)
+        a.import_tree()
+        assert a.export().mode == "update"
+        home = urllib.request.urlopen(f"{base}/", timeout=30).read().decode()
+        assert re.search(r"<option[^>]*>servedquokka</option>", home), "the new agent is not offered"
+        before = _get(f"{base}/snapshot/messages.json?_size=0")["filtered_table_rows_count"] - 3
         # a full build: a new file under the same name, read on the next page
         a.append(f, turn(a.last_entry(f)["id"], 9900, "fullbuildotter"))
         a.import_tree()
