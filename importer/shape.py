@@ -229,6 +229,11 @@ def generated(table: str) -> dict[str, str]:
                      f"ELSE {local} END")
         out["local_time"] = local
         out["day"] = "substr(local_time, 1, 10)"
+        if ts in TIME_COLUMNS.get(table, ()):
+            # the same day, by date() alone: a scan that reads every day (the dashboard, the cost
+            # queries) is then not paying for local_time's text (a third of the time at a million)
+            out["day"] = (f"CASE WHEN {ts}_ms IS NOT NULL THEN date({ts}_ms / 1000 + {UTC_OFFSET}, 'unixepoch') "
+                          "ELSE substr(local_time, 1, 10) END")
     if table == "messages":
         out.update((column, expr) for column, (_helpers, expr) in MESSAGE_DERIVED.items())
     return out

@@ -435,3 +435,23 @@ def test_an_update_from_mariadb_equals_a_full_build(tmp_path, mariadb_url):
         store.close()
     assert not differences(contents(snapshot), contents(tmp_path / "full" / "snapshot.db"))
     assert sync().unchanged
+
+
+def test_the_day_and_the_dashboards_hour_read_what_local_time_says(archive, tmp_path):
+    """`day` (by date() from the stored milliseconds) and the dashboard's hour (by integer arithmetic)
+    are quicker ways to the same values as local_time's text, in a zone with summer time too."""
+    from datasette_agentbase import dashboard
+
+    store = open_store(archive.url)
+    try:
+        export_snapshot(store, tmp_path / "berlin.db", timezone="Europe/Berlin")
+    finally:
+        store.close()
+    for path in (archive.snapshot, tmp_path / "berlin.db"):
+        conn = sqlite3.connect(path)
+        for table in ("messages", "tool_calls"):
+            n, wrong = conn.execute(f"SELECT COUNT(*), SUM(day IS NOT substr(local_time, 1, 10)) FROM {table}").fetchone()
+            assert n > 100 and wrong == 0, (path.name, table)
+        hours = conn.execute(f"SELECT {dashboard.HOUR_FROM_MS}, substr(local_time, 12, 2) FROM messages").fetchall()
+        assert hours and all(h is None and t is None or str(h).zfill(2) == t for h, t in hours)
+        conn.close()
