@@ -223,14 +223,14 @@ class Bench:
 
     # -- full disk -------------------------------------------------------------
 
-    def full_disk(self, small_store: str, big_store: str) -> None:
+    def full_disk(self, small_store: str, big_store: str, tree: Path) -> None:
         trials = failures = 0
         notes = []
         mount = self.work / "tmpfs"
         mount.mkdir(exist_ok=True)
         probe = self.work / "probe.db"
         agentbase("export", "--db", small_store, "-o", probe, "-q")
-        old_size = probe.stat().st_size + inspect_size(probe)
+        old_size = probe.stat().st_size + state_size(probe)
         agentbase("export", "--db", big_store, "-o", self.work / "probe-big.db", "-q")
         new_size = (self.work / "probe-big.db").stat().st_size
         mounted = os.geteuid() == 0 and subprocess.run(
@@ -247,6 +247,16 @@ class Bench:
                     if fail:
                         failures += 1
                         notes.append(f"tmpfs +{room:.0%}: {fail}")
+                    # the same store grown after its export: the second export is an update in place
+                    trials += 1
+                    grow = self.work / f"grow-{room}.db"
+                    shutil.copy(small_store.split("sqlite:///", 1)[1], grow)
+                    url = f"sqlite:///{grow}"
+                    fail = self._export_into_full(mount / "snapshot.db", url, url, None,
+                                                  grow=lambda url=url: agentbase("import", tree, "--db", url, "-q"))
+                    if fail:
+                        failures += 1
+                        notes.append(f"tmpfs +{room:.0%}, update: {fail}")
             # a file-size limit on the exporter (and its worker): writes fail with EFBIG
             for room in (0.2, 0.6):
                 limit = int(new_size * room)
@@ -269,13 +279,18 @@ class Bench:
         self.row("full disk on export", trials, failures, 0,
                  f"({how}) " + ("; ".join(notes[:3]) or " / ".join(sorted(set(self.errors_seen)))))
 
-    def _export_into_full(self, target: Path, small_store: str, big_store: str, preexec) -> str:
+    def _export_into_full(self, target: Path, small_store: str, big_store: str, preexec, grow=None) -> str:
+        """Export ``small_store`` to ``target``, then ``big_store`` (``grow``: after growing the store,
+        so that the second export is an update in place) where it cannot all be written: one error
+        line, and the snapshot, its state file and an open reader as they were."""
         first = agentbase("export", "--db", small_store, "-o", target, "-q")
         if first.returncode != 0:
             return f"the old snapshot could not be written: {first.stderr.strip()[-150:]}"
+        if grow is not None and grow().returncode not in (0, 1):
+            return "the store could not grow"
         before = sha256(target)
-        inspect = target.with_name(target.stem + "-inspect.json")
-        inspect_before = inspect.read_bytes()
+        state = target.with_name(target.stem + "-state.db")
+        state_before = sha256(state)
         conn = sqlite3.connect(f"file:{target}?mode=ro", uri=True)  # a reader, as Datasette would be
         count = conn.execute("SELECT COUNT(*) FROM messages").fetchone()[0]
         proc = agentbase("export", "--db", big_store, "-o", target, "-q", preexec=preexec)
@@ -287,13 +302,17 @@ class Bench:
         if conn.execute("SELECT COUNT(*) FROM messages").fetchone()[0] != count:
             problems.append("the open reader saw a change")
         conn.close()
-        if sha256(target) != before or inspect.read_bytes() != inspect_before:
-            problems.append("the old snapshot changed")
+        if proc.returncode == 0:
+            problems.append("the export did not fail (room enough?)")
+        if sha256(target) != before or sha256(state) != state_before:
+            problems.append("the old snapshot or its state changed")
         check = sqlite3.connect(f"file:{target}?mode=ro", uri=True)
         if check.execute("PRAGMA integrity_check").fetchone()[0] != "ok":
             problems.append("the old snapshot is damaged")
         check.close()
-        left = [p.name for p in target.parent.iterdir() if ".tmp-" in p.name]
+        current = os.readlink(target) if target.is_symlink() else None
+        left = [p.name for p in target.parent.iterdir() if ".tmp-" in p.name or (
+            p.name.startswith(f".{target.name}.") and current and not p.name.startswith(current))]
         if left:
             problems.append(f"left behind: {left}")
         for p in target.parent.iterdir():
@@ -640,8 +659,8 @@ class Bench:
         self.row("full disk / ulimit -f on import", trials, failures, lost_total, f"({how}) " + "; ".join(notes[:2]))
 
 
-def inspect_size(snapshot: Path) -> int:
-    p = snapshot.with_name(snapshot.stem + "-inspect.json")
+def state_size(snapshot: Path) -> int:
+    p = snapshot.with_name(snapshot.stem + "-state.db")
     return p.stat().st_size if p.exists() else 0
 
 
@@ -697,7 +716,7 @@ def main() -> None:
         small = work / "small-tree"
         generate_tree(str(small), target_bytes=int(1 * 2**20), seed=args.seed + 7)
         agentbase("import", small, "--db", f"sqlite:///{work / 'small.db'}", "-q")
-        bench.full_disk(f"sqlite:///{work / 'small.db'}", f"sqlite:///{work / 'kill-clean.db'}")
+        bench.full_disk(f"sqlite:///{work / 'small.db'}", f"sqlite:///{work / 'kill-clean.db'}", tree)
         bench.mariadb_down(tree)
         bench.huge_line()
         bench.random_bytes()
