@@ -402,6 +402,7 @@ class _Preparer:
         self.pending: deque = deque()
         self.pool = None
         self.indexing = False  # the worker writes the messages' index into fts_file
+        self.closing = None  # and then completes it: the pending result
         if parallel and (os.cpu_count() or 1) > 1:
             try:
                 self.pool = multiprocessing.get_context("fork" if hasattr(os, "fork") else "spawn").Pool(1)
@@ -411,13 +412,21 @@ class _Preparer:
             self.pool.apply(_worker_fts_open, (str(fts_file),))
             self.indexing = True
 
+    def close_index(self) -> None:
+        """Once the messages are all sent: the worker completes its index (commit, optimize) while
+        this process copies the other tables."""
+        if self.indexing:
+            self.closing = self.pool.apply_async(_worker_fts_close)
+            self.indexing = False
+
     def finish_index(self) -> bool:
         """The worker's index complete (optimized, closed); whether there is one to adopt."""
-        if not self.indexing:
+        self.close_index()
+        if self.closing is None:
             return False
         self.drain()
-        self.pool.apply(_worker_fts_close)
-        self.indexing = False
+        self.closing.get()
+        self.closing = None
         return True
 
     def install(self, secrets) -> None:
@@ -1081,6 +1090,8 @@ def _build(store: Store, target: Path, zone, zone_name: str, redact: bool, facts
             for rows in _store_rows(store, plan):
                 writer.copy(plan, rows)
             prep.drain()
+            if plan.name == "messages":
+                prep.close_index()
             report.rows[plan.name] = writer.counts.get(plan.name, 0)
         built_fts = prep.finish_index()
         prep.close()
