@@ -228,12 +228,11 @@ def generated(table: str) -> dict[str, str]:
             local = (f"CASE WHEN {ts}_ms IS NOT NULL THEN {_ms_text(ts + '_ms', f' + {UTC_OFFSET}')} "
                      f"ELSE {local} END")
         out["local_time"] = local
-        out["day"] = "substr(local_time, 1, 10)"
-        if ts in TIME_COLUMNS.get(table, ()):
-            # the same day, by date() alone: a scan that reads every day (the dashboard, the cost
-            # queries) is then not paying for local_time's text (a third of the time at a million)
-            out["day"] = (f"CASE WHEN {ts}_ms IS NOT NULL THEN date({ts}_ms / 1000 + {UTC_OFFSET}, 'unixepoch') "
-                          "ELSE substr(local_time, 1, 10) END")
+        # from integer times, the same day by date() alone: a scan that reads every day (the
+        # dashboard, the cost queries) then does not pay for local_time's text (a third of it)
+        out["day"] = (f"CASE WHEN {ts}_ms IS NOT NULL THEN date({ts}_ms / 1000 + {UTC_OFFSET}, 'unixepoch') "
+                      "ELSE substr(local_time, 1, 10) END" if ts in TIME_COLUMNS.get(table, ())
+                      else "substr(local_time, 1, 10)")
     if table == "messages":
         out.update((column, expr) for column, (_helpers, expr) in MESSAGE_DERIVED.items())
     return out
