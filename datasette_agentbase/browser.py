@@ -21,7 +21,6 @@ Datasette's own index page.
 
 from __future__ import annotations
 
-import os
 import re
 import sqlite3
 import threading
@@ -122,13 +121,12 @@ _choices_cache: dict = {}
 _choices_lock = threading.Lock()
 
 
-def _choices(conn: sqlite3.Connection, key) -> dict:
-    """The filters' choices (agents, servers, sources) and the latest day; kept per snapshot: per
-    file when it is served immutable, else per build and update (live.version), so an update that
-    brings a new agent or day shows it at once."""
-    if key is None:
-        current = live.version(conn)
-        key = ("live", *current) if current else None
+def _choices(conn: sqlite3.Connection, database: str | None) -> dict:
+    """The filters' choices (agents, servers, sources) and the latest day; kept per snapshot version
+    (live.version: its build and update), so an update that brings a new agent or day shows it at
+    once. One version is kept per database."""
+    version = live.version(conn)
+    key = (database, *version) if version else None
     if key is not None:
         with _choices_lock:
             found = _choices_cache.get(key)
@@ -143,7 +141,7 @@ def _choices(conn: sqlite3.Connection, key) -> dict:
     out["latest"] = row[0] if row else None
     if key is not None:
         with _choices_lock:
-            for old in [k for k in _choices_cache if k[0] == key[0]]:
+            for old in [k for k in _choices_cache if k[0] == database]:
                 del _choices_cache[old]
             _choices_cache[key] = out
     return out
@@ -207,11 +205,11 @@ def resolve_range(f: Filters, latest: str | None) -> None:
         f.end = latest
 
 
-def load(conn: sqlite3.Connection, f: Filters, key=None) -> dict:
+def load(conn: sqlite3.Connection, f: Filters, database: str | None = None) -> dict:
     """Everything a page shows (runs in Datasette's SQL thread)."""
     if not derived.exists(conn):
         return {"missing": True, "meta": _meta(conn)}
-    choices = _choices(conn, key)
+    choices = _choices(conn, database)
     resolve_range(f, choices["latest"])
     sql, params = page_sql(f)
     cur = conn.execute(sql, params)
@@ -227,15 +225,6 @@ def load(conn: sqlite3.Connection, f: Filters, key=None) -> dict:
         skipped = conn.execute(sql, params).fetchone()[0]
     return {"missing": False, "meta": _meta(conn), "choices": choices, "rows": rows, "more": more,
             "count": total, "skipped": skipped}
-
-
-def _key(db):
-    if db.is_mutable or not db.path:
-        return None
-    try:
-        return (db.name, db.path, os.stat(db.path).st_mtime_ns)
-    except OSError:
-        return None
 
 
 # -- how a row reads ----------------------------------------------------------------------------------
@@ -309,8 +298,7 @@ async def sessions_view(datasette, request, as_json: bool = False):
     db = await _snapshot_db(datasette, request)
     await _check(datasette, request, db.name)
     f = parse(request.args)
-    key = _key(db)
-    data = await db.execute_fn(lambda conn: load(conn, f, key))
+    data = await db.execute_fn(lambda conn: load(conn, f, db.name))
     keep_db = [("db", db.name)] if request.args.get("db") else []
     base = str(datasette.urls.path("-/agentbase/sessions"))
     self_href = str(datasette.urls.instance()) if request.path == "/" else base
