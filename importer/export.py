@@ -533,18 +533,6 @@ def _shape_digest() -> str:
 # -- the schema, through sqlite-utils -----------------------------------------------------------
 
 _PY_TYPES = {"pk": int, "int": int, "bigint": int, "bool": int, "decimal": float, "float": float}
-FOREIGN_KEYS = {
-    "messages": [("session_id", "sessions", "id")],
-    "tool_calls": [("session_id", "sessions", "id"), ("message_id", "messages", "id"),
-                   ("result_message_id", "messages", "id")],
-    "entries": [("session_id", "sessions", "id")],
-    "entry_revisions": [("session_id", "sessions", "id")],
-}
-
-
-def _sql_type(abstract: str) -> str:
-    kind = abstract.partition("=")[0]
-    return {int: "INTEGER", float: "REAL"}.get(_PY_TYPES.get(kind), "TEXT")
 
 
 def _generated_ddl(ddl: str, gen: dict[str, str]) -> str:
@@ -567,7 +555,7 @@ def _create_schema(conn: sqlite3.Connection) -> None:
         cols = shape.base_columns(name)
         names = {c for c, _ in cols}
         types = {c: _PY_TYPES.get(t.partition("=")[0], str) for c, t in cols}
-        fks = [fk for fk in FOREIGN_KEYS.get(name, []) if fk[0] in names]
+        fks = [fk for fk in shape.FOREIGN_KEYS.get(name, []) if fk[0] in names]
         ddl = db.create_table_sql(shape.base_table(name), types, pk="id", foreign_keys=fks)
         conn.execute(_generated_ddl(ddl, shape.generated(name)))
         if name in shape.VIEWS:

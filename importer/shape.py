@@ -171,6 +171,15 @@ MESSAGE_DERIVED = {
 # the call message's content_blocks) and its result preview its result message's preview. Each
 # is checked row by row when written; ``*_linked`` = 1 says the view takes the value from there,
 # else ``*_kept`` holds it.
+# (column, table, column) each table's rows point at: declared in the snapshot (Datasette links them)
+FOREIGN_KEYS = {
+    "messages": [("session_id", "sessions", "id")],
+    "tool_calls": [("session_id", "sessions", "id"), ("message_id", "messages", "id"),
+                   ("result_message_id", "messages", "id")],
+    "entries": [("session_id", "sessions", "id")],
+    "entry_revisions": [("session_id", "sessions", "id")],
+}
+
 VIEWS = {"tool_calls": "tool_call_rows"}
 LINKED: dict[str, dict[str, tuple]] = {
     "tool_calls": {
