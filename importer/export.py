@@ -29,6 +29,7 @@ take about three times as long (it builds a dict per row and checks types).
 
 from __future__ import annotations
 
+import bisect
 import json
 import multiprocessing
 import operator
@@ -37,6 +38,7 @@ import re
 import sqlite3
 import time
 import uuid
+from array import array
 from collections import deque
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
@@ -429,6 +431,14 @@ class _Preparer:
         self.closing = None
         return True
 
+    def index(self, fts: str, rows: list[tuple[int, str]]) -> bool:
+        """Have the worker index (rowid, text) rows into its file's ``fts``, after the batches before
+        them; False (nothing sent) when it builds no index."""
+        if not self.indexing:
+            return False
+        self.pending.append(([], lambda rows, result: None, self.pool.apply_async(index_in_worker, (fts, rows))))
+        return True
+
     def install(self, secrets) -> None:
         """The set pass 2 replaces, here and in the worker."""
         from . import redact as R
@@ -581,12 +591,15 @@ def _load_settings(conn: sqlite3.Connection, fts: str) -> None:
     conn.execute(f"INSERT INTO {fts} ({fts}, rank) VALUES ('hashsize', ?)", (64 * 2**20,))
 
 
-# The messages' index of a full build is built by the worker (which computes its text) in a file of
-# its own, then copied into the snapshot's shadow tables (all of an FTS5 index's state is in them): the
-# largest single cost of a build moves off the main process, which writes the rows meanwhile. Measured
-# on 300,000 messages: the main process's CPU 42-50 s -> 32-36 s, the build about a tenth faster. The
-# snapshot's connection is reopened after the copy, so that FTS5 reads the index anew.
+# The full-text indexes of a full build are built by the worker in a file of its own, then copied
+# into the snapshot's shadow tables (all of an FTS5 index's state is in them): the largest single cost
+# of a build moves off the main process, which writes the rows meanwhile. The messages' text is the
+# worker's own (it computes it); the tool calls' comes from the main process, which links each call to
+# its messages in the snapshot, and reaches the worker while it has no rows of its own to prepare.
+# Measured on 300,000 messages: the main process's CPU 42-50 s -> 32-36 s, the build about a tenth
+# faster. The snapshot's connection is reopened after the copy, so that FTS5 reads the index anew.
 _FTS_SHADOWS = ("data", "idx", "docsize", "config")
+_WORKER_FTS = (shape.FTS_TABLE, shape.TOOL_FTS_TABLE)
 _worker_fts: sqlite3.Connection | None = None
 
 
@@ -595,8 +608,9 @@ def _worker_fts_open(path: str) -> None:
     conn = sqlite3.connect(path, isolation_level=None)
     conn.execute("PRAGMA journal_mode = OFF")
     conn.execute("PRAGMA synchronous = OFF")
-    _create_fts(conn, shape.FTS_TABLE)
-    _load_settings(conn, shape.FTS_TABLE)
+    for fts in _WORKER_FTS:
+        _create_fts(conn, fts)
+        _load_settings(conn, fts)
     conn.execute("BEGIN")
     _worker_fts = conn
 
@@ -605,8 +619,15 @@ def _worker_fts_close() -> None:
     global _worker_fts
     conn, _worker_fts = _worker_fts, None
     conn.execute("COMMIT")
-    conn.execute(f"INSERT INTO {shape.FTS_TABLE} ({shape.FTS_TABLE}) VALUES ('optimize')")
+    for fts in _WORKER_FTS:
+        conn.execute(f"INSERT INTO {fts} ({fts}) VALUES ('optimize')")
     conn.close()
+
+
+def index_in_worker(fts: str, rows: list[tuple[int, str]]) -> None:
+    """Index (rowid, text) rows (the text as it is searched: index_text here) in the worker's file."""
+    _worker_fts.executemany(f"INSERT INTO {fts} (rowid, {shape.FTS_COLUMN}) VALUES (?, ?)",
+                            [(rowid, index_text(text)) for rowid, text in rows])
 
 
 def prepare_and_index(table: str, names: tuple[str, ...], rows: list[tuple], redact: bool, fts: bool):
@@ -628,8 +649,7 @@ def _adopt_fts(path: Path, fts_file: Path) -> None:
         conn.execute("PRAGMA synchronous = OFF")
         conn.execute("ATTACH DATABASE ? AS worker", (str(fts_file),))
         conn.execute("BEGIN")
-        for shadow in _FTS_SHADOWS:
-            table = f"{shape.FTS_TABLE}_{shadow}"
+        for table in (f"{fts}_{shadow}" for fts in _WORKER_FTS for shadow in _FTS_SHADOWS):
             conn.execute(f"DELETE FROM main.[{table}]")
             conn.execute(f"INSERT INTO main.[{table}] SELECT * FROM worker.[{table}]")
         conn.execute("COMMIT")
@@ -662,6 +682,16 @@ class _Writer:
         self.redact = redact
         self.counts: dict[str, int] = {}
         self.sessions_written: set[int] = set()
+        # the messages written, in id order, that have a preview: id and hash(preview), for their calls
+        self.preview_ids, self.preview_hashes = array("q"), array("q")
+
+    def _remember_previews(self, rows: list[tuple], id_at: int, preview_at: int) -> None:
+        ids, hashes = self.preview_ids, self.preview_hashes
+        for values in rows:
+            preview = values[preview_at]
+            if preview is not None and (not ids or values[id_at] > ids[-1]):
+                ids.append(values[id_at])
+                hashes.append(hash(preview))
 
     def copy(self, plan: _Plan, rows: list[tuple]) -> None:
         """Hand a batch of store rows (plan.select's columns) on; written when prepared."""
@@ -691,6 +721,12 @@ class _Writer:
         if name == "tool_calls":
             derived, fts_rows = self._link_calls(rows, at)
             fts_table = shape.TOOL_FTS_TABLE
+            if self.prep.index(fts_table, fts_rows):
+                fts_rows = []
+            else:
+                fts_rows = [(rowid, index_text(text)) for rowid, text in fts_rows]
+        elif name == "messages" and "text_preview" in at:
+            self._remember_previews(rows, at["id"], at["text_preview"])
         # each stored column: a store column, the count, or a helper (shape.helpers, in order: the
         # local-time offset, a message's or a view's helpers, the time columns' milliseconds)
         width = len(plan.select)
@@ -726,7 +762,7 @@ class _Writer:
 
     def _link_calls(self, rows: list[tuple], at: dict) -> tuple[list[tuple], list[tuple]]:
         """Tool calls (their final values): the helpers of the view's linked columns (shape.LINKED) and
-        the rows of tool_calls_fts. The arguments are linked when json_extract of the call's block in
+        the rows of tool_calls_fts (their text before index_text). The arguments are linked when json_extract of the call's block in
         the snapshot's message gives them exactly; the result preview is the result message's (as
         redacted there: a value cut at the 512th character is gone whole), linked when it has one."""
         id_at, mid_at, block_at, rid_at = at["id"], at.get("message_id"), at.get("block_index"), \
@@ -743,8 +779,21 @@ class _Writer:
                 f"WITH v(id, mid, block) AS (VALUES {values}) SELECT v.id, CASE WHEN json_valid(m.content_blocks) "
                 "THEN json_extract(m.content_blocks, '$[' || v.block || '].arguments') END "
                 "FROM v JOIN messages m ON m.id = v.mid", [x for row in chunk for x in row]))
+        # a result message this export wrote: its preview is the call's own when their hashes agree
+        # (64-bit SipHash, keyed anew in each process); only the others are read back
         previews: dict = {}
-        ids = sorted({r[rid_at] for r in rows if rid_at is not None and r[rid_at] is not None})
+        known, hashes = self.preview_ids, self.preview_hashes
+        ids = set()
+        for r in rows:
+            rid = r[rid_at] if rid_at is not None else None
+            if rid is None or preview_at is None or r[preview_at] is None:
+                continue
+            k = bisect.bisect_left(known, rid)
+            if k < len(known) and known[k] == rid and hashes[k] == hash(r[preview_at]):
+                previews[rid] = r[preview_at]
+            else:
+                ids.add(rid)
+        ids = sorted(ids)
         for i in range(0, len(ids), 900):
             chunk = ids[i:i + 900]
             previews.update(self.out.execute(f"SELECT id, text_preview FROM messages WHERE id IN "
@@ -763,7 +812,7 @@ class _Writer:
             text = tool_call_search_text(r[at["tool_name"]] if "tool_name" in at else None,
                                          r[at["command"]] if "command" in at else None, args, preview)
             if text:
-                fts_rows.append((r[id_at], index_text(text)))
+                fts_rows.append((r[id_at], text))
         return derived, fts_rows
 
     def remove(self, plan: _Plan, ids: list[int]) -> int:
@@ -1078,19 +1127,10 @@ def _build(store: Store, target: Path, zone, zone_name: str, redact: bool, facts
             for rows in _store_rows(store, plan):
                 writer.copy(plan, rows)
             prep.drain()
-            if plan.name == "messages":
-                prep.close_index()
             report.rows[plan.name] = writer.counts.get(plan.name, 0)
-        built_fts = prep.finish_index()
-        prep.close()
-        if built_fts:
-            out.execute("COMMIT")
-            out.close()
-            out = None
-            _adopt_fts(tmp, fts_file)
-            fts_file.unlink()
-            out = _build_connection(tmp)
-            out.execute("BEGIN")
+        # the worker completes the messages' index (commit, optimize) while this process makes the
+        # indexes and derived tables (after every table's rows: until then it redacts them)
+        prep.close_index()
         _create_indexes(out, redact)
         report.secrets_redacted = _finish_counts(out, None, redact)
         report.rows[derived.TABLE] = _refresh_derived(out, None)
@@ -1105,6 +1145,13 @@ def _build(store: Store, target: Path, zone, zone_name: str, redact: bool, facts
         _write_marker(out, marker)
         state.set_meta({**facts, "snapshot_id": snapshot_id, "generation": "1", "applied_seq": str(seq)})
         out.execute("COMMIT")
+        if prep.finish_index():
+            out.close()
+            out = None
+            _adopt_fts(tmp, fts_file)
+            fts_file.unlink()
+            out = _build_connection(tmp)
+        prep.close()
         state.commit()
         for fts in (shape.FTS_TABLE, shape.TOOL_FTS_TABLE):
             out.execute(f"INSERT INTO {fts} ({fts}) VALUES ('optimize')")
