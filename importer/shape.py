@@ -218,7 +218,7 @@ TIME_COLUMNS = {"messages": ("timestamp", "created_at"), "tool_calls": ("timesta
                 "entries": ("timestamp", "created_at")}
 
 
-def _ms_text(ms: str, plus: str = "") -> str:
+def ms_text(ms: str, plus: str = "") -> str:
     return (f"strftime('%Y-%m-%d %H:%M:%S', {ms} / 1000{plus}, 'unixepoch') || '.' || "
             f"printf('%03d', {ms} % 1000)")
 
@@ -229,12 +229,12 @@ def generated(table: str) -> dict[str, str]:
     out: dict[str, str] = {}
     for column in TIME_COLUMNS.get(table, ()):
         out[column] = (f"COALESCE({column}_kept, CASE WHEN {column}_ms IS NOT NULL "
-                       f"THEN {_ms_text(column + '_ms')} END)")
+                       f"THEN {ms_text(column + '_ms')} END)")
     if shape.local_time_from:
         ts = shape.local_time_from
         local = f"strftime('%Y-%m-%d %H:%M:%f', [{ts}], {UTC_OFFSET} || ' seconds')"
         if ts in TIME_COLUMNS.get(table, ()):
-            local = (f"CASE WHEN {ts}_ms IS NOT NULL THEN {_ms_text(ts + '_ms', f' + {UTC_OFFSET}')} "
+            local = (f"CASE WHEN {ts}_ms IS NOT NULL THEN {ms_text(ts + '_ms', f' + {UTC_OFFSET}')} "
                      f"ELSE {local} END")
         out["local_time"] = local
         # from integer times, the same day by date() alone: a scan that reads every day (the

@@ -339,3 +339,41 @@ def test_a_subset_on_a_snapshot_without_the_list_builds_it_whole(snapshot, tmp_p
         assert dump(conn) == want
     finally:
         conn.close()
+
+
+def test_first_and_last_times_of_every_form(snapshot, tmp_path):
+    """A session's first and last times are compared as integers when held as milliseconds (and as
+    text otherwise): with both forms in one session, times before 1970 and after the year 3998,
+    offsets of seconds and of 14 hours, each row still equals the Python sum of the text's order."""
+    copy = tmp_path / "times.db"
+    shutil.copy(snapshot, copy)
+    conn = sqlite3.connect(copy)
+    conn.row_factory = sqlite3.Row
+    try:
+        sessions = [r[0] for r in conn.execute(
+            "SELECT session_id FROM messages GROUP BY session_id HAVING COUNT(*) >= 3 ORDER BY session_id")]
+        assert len(sessions) >= 4
+        ms = lambda *a: int(datetime(*a, tzinfo=timezone.utc).timestamp() * 1000)  # noqa: E731
+        forms = [  # (timestamp_ms, timestamp_kept, utc_offset_s) of a session's first three messages
+            [(ms(2026, 4, 7, 1, 0, 0, 5000), None, 28800 + 343), (None, "2026-04-07 00:59:59.999", 28800),
+             (None, "2026-04-07T02:00:00Z", -3600)],  # ('T' sorts after ' ': the text decides)
+            [(-86_400_000 * 3 - 7, None, 0), (ms(1970, 1, 1), None, 50400), (ms(2026, 1, 1), None, -43200)],
+            [(64_000_000_000_001, None, 0), (ms(2026, 5, 1), None, 3600), (None, "1999-13-45 not a time", 0)],
+            [(ms(2026, 6, 1, 12), None, 7200), (ms(2026, 6, 1, 12), None, 7200), (None, None, None)],
+        ]
+        for sid, rows in zip(sessions, forms):
+            ids = [r[0] for r in conn.execute("SELECT id FROM messages WHERE session_id = ? ORDER BY id LIMIT 3",
+                                              (sid,))]
+            for mid, (t_ms, kept, offset) in zip(ids, rows):
+                conn.execute("UPDATE messages SET timestamp_ms = ?, timestamp_kept = ?, utc_offset_s = ? "
+                             "WHERE id = ?", (t_ms, kept, offset, mid))
+        conn.commit()
+        derived.refresh_session_list(conn)
+        conn.commit()
+        got, want = got_rows(conn), expected_rows(conn)
+        same(got, want)
+        assert got[sessions[0]]["last_message_at"] == "2026-04-07T02:00:00Z"
+        assert got[sessions[1]]["started_local"].startswith("1969-12-29")
+        assert got[sessions[2]]["last_message_at"].startswith("3998-")
+    finally:
+        conn.close()
