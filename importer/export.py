@@ -762,9 +762,10 @@ class _Writer:
 
     def _link_calls(self, rows: list[tuple], at: dict) -> tuple[list[tuple], list[tuple]]:
         """Tool calls (their final values): the helpers of the view's linked columns (shape.LINKED) and
-        the rows of tool_calls_fts (their text before index_text). The arguments are linked when json_extract of the call's block in
-        the snapshot's message gives them exactly; the result preview is the result message's (as
-        redacted there: a value cut at the 512th character is gone whole), linked when it has one."""
+        the rows of tool_calls_fts (their text, before index_text). The arguments are linked when
+        json_extract of the call's block in the snapshot's message gives them exactly; the result
+        preview is the result message's (as redacted there: a value cut at the 512th character is
+        gone whole), linked when it has one."""
         id_at, mid_at, block_at, rid_at = at["id"], at.get("message_id"), at.get("block_index"), \
             at.get("result_message_id")
         args_at, preview_at = at.get("arguments"), at.get("result_preview")
@@ -1128,7 +1129,7 @@ def _build(store: Store, target: Path, zone, zone_name: str, redact: bool, facts
                 writer.copy(plan, rows)
             prep.drain()
             report.rows[plan.name] = writer.counts.get(plan.name, 0)
-        # the worker completes the messages' index (commit, optimize) while this process makes the
+        # the worker completes its full-text indexes (commit, optimize) while this process makes the
         # indexes and derived tables (after every table's rows: until then it redacts them)
         prep.close_index()
         _create_indexes(out, redact)
