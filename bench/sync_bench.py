@@ -5,7 +5,7 @@ On a generated tree (importer.demo.generate_tree), configured as one local serve
   (a) runs the first `agentbase sync` (import and a full snapshot build) and prints the snapshot's bytes
       per transcript byte (target <= 1.2);
   (b) replicates the store's rows with SQL (bench/store_bench.py's replicate()) to --messages (1,000,000)
-      and times a full export of it (`agentbase export --full`; today's figure: about 70-80 s);
+      and times a full export of it (`agentbase export --full`; before the in-place update: 80-108 s);
   (c) appends one line to a transcript and times `agentbase sync` end to end, Python start-up included
       (import plus in-place snapshot update; target < 2 s), three times;
   (d) appends 1,000 messages across 20 files and times `agentbase sync` (target < 5 s);
@@ -128,7 +128,7 @@ def main() -> int:
     ap.add_argument("--idle-s", type=float, default=60)
     ap.add_argument("--baseline-export-s", type=float, default=80.0,
                     help="the full export's figure to compare with: before the in-place update, measured "
-                         "on the same machine and store (80 s at stop 10; 102 s on 2026-12-01)")
+                         "on the same machine and store (80 s at stop 10; a median of 100.6 s of 5 here on 2026-12-01)")
     ap.add_argument("--workdir")
     args = ap.parse_args()
     work = Path(args.workdir or tempfile.mkdtemp(prefix="agentbase-sync-bench-"))
