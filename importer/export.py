@@ -436,8 +436,12 @@ class _Preparer:
         them; False (nothing sent) when it builds no index."""
         if not self.indexing:
             return False
-        self.pending.append(([], lambda rows, result: None, self.pool.apply_async(index_in_worker, (fts, rows))))
+        self._in_order(self.pool.apply_async(index_in_worker, (fts, rows)))
         return True
+
+    def _in_order(self, result) -> None:
+        """A worker task with no rows to write, waited for in its place among the batches."""
+        self.pending.append(([], lambda rows, got: None, result))
 
     def install(self, secrets) -> None:
         """The set pass 2 replaces, here and in the worker."""
@@ -445,7 +449,7 @@ class _Preparer:
 
         R.install_set(secrets)
         if self.pool is not None:  # (the worker runs its tasks in order: this one before the rows)
-            self.pending.append(([], lambda rows, result: None, self.pool.apply_async(R.install, (secrets.values(),))))
+            self._in_order(self.pool.apply_async(R.install, (secrets.values(),)))
 
     def add(self, table: str, names: tuple, rows: list, write, text_cols=None) -> None:
         from . import redact as R
