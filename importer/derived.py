@@ -314,6 +314,28 @@ def index_name(cols: tuple[str, ...]) -> str:
     return f"idx_{TABLE}_{'_'.join(cols)}"
 
 
+# An FTS5 table's whole state is in these tables (a table with its own content, as this one is).
+FTS_SHADOWS = ("data", "idx", "docsize", "config", "content")
+
+
+def copy_session_list(conn: sqlite3.Connection, schema: str) -> int:
+    """Copy the session list that :func:`refresh_session_list` built whole in another database,
+    attached here as ``schema``, into this connection's main one: the table, the shadow tables of
+    its full-text index, then its indexes. The same list as a whole build here; the rows copied.
+    (A full export builds it in its worker process, see export.py.)"""
+    db = _database(conn)
+    with db.atomic():
+        for name in (FTS, TABLE):
+            conn.execute(f"DROP TABLE IF EXISTS main.[{name}]")
+        _create(db)
+        rows = conn.execute(f"INSERT INTO main.[{TABLE}] SELECT * FROM [{schema}].[{TABLE}]").rowcount
+        for shadow in FTS_SHADOWS:
+            conn.execute(f"DELETE FROM main.[{FTS}_{shadow}]")
+            conn.execute(f"INSERT INTO main.[{FTS}_{shadow}] SELECT * FROM [{schema}].[{FTS}_{shadow}]")
+        _create_indexes(db)
+    return rows
+
+
 def refresh_session_list(conn: sqlite3.Connection, session_ids: Iterable[int] | None = None) -> int:
     """Build ``session_list`` and ``session_list_fts`` from the snapshot's tables.
 
@@ -337,7 +359,7 @@ def refresh_session_list(conn: sqlite3.Connection, session_ids: Iterable[int] | 
         conn.execute("CREATE TEMP TABLE _sl_tool_calls (session_id INTEGER PRIMARY KEY, calls, failed)")
         if whole:
             for name in (FTS, TABLE):
-                conn.execute(f"DROP TABLE IF EXISTS [{name}]")
+                conn.execute(f"DROP TABLE IF EXISTS main.[{name}]")
             _create(db)
             only = ""
         else:
