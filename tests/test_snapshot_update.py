@@ -409,6 +409,31 @@ def test_the_state_file_is_private_and_a_mismatch_rebuilds(archive, tmp_path):
     assert report.mode == "full" and report.why_full == "the time zone changed"
 
 
+def test_a_build_with_its_worker_equals_one_built_in_one_process(archive, tmp_path, monkeypatch):
+    # with two cores the worker builds the full-text indexes and the session list (from the rows
+    # read through WAL) while the main process writes; with one, the main process does it all
+    store = open_store(archive.url)
+    try:
+        two = export_snapshot(store, tmp_path / "two" / "snapshot.db", timezone=ZONE, full=True)
+        monkeypatch.setattr(os, "cpu_count", lambda: 1)
+        one = export_snapshot(store, tmp_path / "one" / "snapshot.db", timezone=ZONE, full=True)
+    finally:
+        store.close()
+    assert os.cpu_count() == 1 and two.rows[derived.TABLE] == one.rows[derived.TABLE] > 0
+    # nothing of the worker's is left beside it (its files, the -wal of the build), and it is served
+    # in WAL mode
+    left = sorted(p.name for p in (tmp_path / "two").iterdir())
+    assert len(left) == 3 and left[1:] == ["snapshot-state.db", "snapshot.db"], left
+    a, b = contents(Path(two.path)), contents(Path(one.path))
+    assert a[derived.TABLE] and a[derived.FTS]
+    assert differences(a, b) == []
+    conn = sqlite3.connect(two.path)
+    try:
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    finally:
+        conn.close()
+
+
 def test_an_update_from_mariadb_equals_a_full_build(tmp_path, mariadb_url):
     """The change log works the same on MariaDB (its numbers under the store's named write lock)."""
     tree = tmp_path / "tree"
