@@ -128,7 +128,8 @@ def main() -> int:
     ap.add_argument("--idle-s", type=float, default=60)
     ap.add_argument("--baseline-export-s", type=float, default=80.0,
                     help="the full export's figure to compare with: before the in-place update, measured "
-                         "on the same machine and store (80 s at stop 10; a median of 100.6 s of 5 here on 2026-12-01)")
+                         "on the same machine and store (80 s at stop 10; medians of 5: 100.6 s at stop 19, "
+                         "73.6 s at stop 20 on a quieter machine)")
     ap.add_argument("--workdir")
     args = ap.parse_args()
     work = Path(args.workdir or tempfile.mkdtemp(prefix="agentbase-sync-bench-"))
