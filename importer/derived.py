@@ -48,7 +48,7 @@ from collections.abc import Iterable
 
 import orjson
 
-from .search import TOKENIZE, index_text
+from .search import TOKENIZE, copy_index, index_text
 from .shape import UTC_OFFSET, ms_text
 
 TABLE = "session_list"
@@ -314,10 +314,6 @@ def index_name(cols: tuple[str, ...]) -> str:
     return f"idx_{TABLE}_{'_'.join(cols)}"
 
 
-# An FTS5 table's whole state is in these tables (a table with its own content, as this one is).
-FTS_SHADOWS = ("data", "idx", "docsize", "config", "content")
-
-
 def copy_session_list(conn: sqlite3.Connection, schema: str) -> int:
     """Copy the session list that :func:`refresh_session_list` built whole in another database,
     attached here as ``schema``, into this connection's main one: the table, the shadow tables of
@@ -329,9 +325,7 @@ def copy_session_list(conn: sqlite3.Connection, schema: str) -> int:
             conn.execute(f"DROP TABLE IF EXISTS main.[{name}]")
         _create(db)
         rows = conn.execute(f"INSERT INTO main.[{TABLE}] SELECT * FROM [{schema}].[{TABLE}]").rowcount
-        for shadow in FTS_SHADOWS:
-            conn.execute(f"DELETE FROM main.[{FTS}_{shadow}]")
-            conn.execute(f"INSERT INTO main.[{FTS}_{shadow}] SELECT * FROM [{schema}].[{FTS}_{shadow}]")
+        copy_index(conn, FTS, schema, content=True)
         _create_indexes(db)
     return rows
 

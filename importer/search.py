@@ -75,6 +75,15 @@ def _pairs_of_runs(runs: list[str]) -> list[str]:
     return text.split(_RUN_SEP)[1:-1]
 
 
+def copy_index(conn, fts: str, schema: str, content: bool = False) -> None:
+    """Replace the FTS5 index ``fts`` of the connection's main database by the one of that name in
+    the attached database ``schema`` (an index built elsewhere: all of its state is in its shadow
+    tables; ``content``: a table that keeps its own text, in one more)."""
+    for shadow in ("data", "idx", "docsize", "config", *(("content",) if content else ())):
+        conn.execute(f"DELETE FROM main.[{fts}_{shadow}]")
+        conn.execute(f"INSERT INTO main.[{fts}_{shadow}] SELECT * FROM [{schema}].[{fts}_{shadow}]")
+
+
 def _tokens(term: str) -> list[str]:
     out: list[str] = []
     for word in _WORD.findall(index_text(term)):
