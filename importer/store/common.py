@@ -4,8 +4,11 @@ result rows, the embedded store's default place and the UTC clock."""
 from __future__ import annotations
 
 import os
+import sqlite3
+import stat
 from datetime import datetime, timezone
 from pathlib import Path
+from urllib.parse import quote
 
 
 class StoreError(Exception):
@@ -122,3 +125,47 @@ def private_file(path: Path) -> None:
                 one.chmod(st.st_mode & 0o700)
         except OSError:
             pass  # not there, or not ours: left as it is
+
+
+SQLITE_MAGIC = b"SQLite format 3\x00"  # the first 16 bytes of every SQLite database file
+
+
+def what_is(mode: int) -> str:
+    """An inode type in words, for the one-line refusals: "a folder", "a device", ..."""
+    for test, words in ((stat.S_ISDIR, "a folder"), (stat.S_ISCHR, "a device"), (stat.S_ISBLK, "a device"),
+                        (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISLNK, "a link"),
+                        (stat.S_ISREG, "a file")):
+        if test(mode):
+            return words
+    return "not a regular file"
+
+
+def sqlite_tables(path: Path) -> set[str] | None:
+    """The table names of the SQLite database in the regular file ``path``; None when it is not one
+    (no SQLite header: a text file, an empty file; or unreadable). Looks without touching: the header
+    is read through a non-blocking descriptor checked to be a regular file (never a FIFO's or a
+    device's), and the schema through a read-only, immutable connection, which makes no journal, -wal
+    or -shm beside the file."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode) or os.read(fd, 16) != SQLITE_MAGIC:
+            return None
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    for mode in ("ro&immutable=1", "ro"):  # immutable reads the main file alone; ro also its -wal
+        try:
+            conn = sqlite3.connect(f"file:{quote(str(path))}?mode={mode}", uri=True)
+        except sqlite3.Error:
+            continue
+        try:
+            return {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        except sqlite3.Error:
+            continue
+        finally:
+            conn.close()
+    return None

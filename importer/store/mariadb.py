@@ -598,7 +598,13 @@ _URL_HINT = ("write it as mysql://user@host:3306/database and set AGENTBASE_DB_P
              "(or percent-encode / # ? @ : in a password written in the URL)")
 
 
-def _open_mariadb(url: str) -> MariaDBStore:
+_UNKNOWN_DATABASE = 1049
+
+
+def _open_mariadb(url: str, missing: Callable[[str, str], StoreError] | None = None) -> MariaDBStore:
+    """Connect to the database ``url`` names. It is never created here: when it does not exist,
+    ``missing(where, why)`` makes the error (the read-only commands' "no archive at ..."), else
+    the connection's error is the message."""
     import pymysql
     from pymysql.constants import FIELD_TYPE
     from pymysql.converters import conversions
@@ -628,6 +634,8 @@ def _open_mariadb(url: str) -> MariaDBStore:
         # faster than its backslash escaping on megabytes of transcript text.
         conn.query("SET SESSION sql_mode = 'STRICT_TRANS_TABLES,NO_ENGINE_SUBSTITUTION,NO_BACKSLASH_ESCAPES'")
     except pymysql.MySQLError as exc:
+        if missing is not None and exc.args[:1] == (_UNKNOWN_DATABASE,):
+            raise missing(mask_url(url), f" (the database {database} does not exist on {host}:{port})") from None
         raise StoreError(f"cannot connect to MariaDB at {host}:{port}/{database}: {_first_line(exc)}") from None
     return MariaDBStore(conn, mask_url(url), database)
 
