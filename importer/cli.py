@@ -21,11 +21,26 @@ DB_HELP = (
 )
 
 
-def _open(db: str | None):
+def _open(db: str | None, create: bool = True):
+    """The archive ``db`` names; ``create=False`` for the commands that only read it: a missing
+    archive is then one line ("no archive at ..."), and nothing is made."""
     try:
-        return open_store(db)
+        return open_store(db, create=create)
     except StoreError as exc:
         raise click.ClickException(str(exc)) from None
+
+
+def _check_snapshot(db: str | None, output) -> Path:
+    """Where an export of ``db`` writes (``output``, else its default), checked before any work: a
+    new path or an AgentBase snapshot, never a file of something else (export.check_target)."""
+    from .export import check_target, snapshot_target
+
+    try:
+        target = snapshot_target(db, output)
+        check_target(target)
+    except StoreError as exc:
+        raise click.ClickException(str(exc)) from None
+    return target
 
 
 def _default_paths() -> list[str] | None:
@@ -179,8 +194,9 @@ def init(db):
 
 @cli.command()
 @click.option("--db", envvar="AGENTBASE_DB", help=DB_HELP)
-@click.option("-o", "--output", type=click.Path(dir_okay=False),
-              help="Snapshot file (default: snapshot.db beside the embedded store).")
+@click.option("-o", "--output", type=click.Path(),
+              help="Snapshot file (default: snapshot.db beside the SQLite store, or the embedded store's): "
+              "a new path or an existing snapshot, nothing else.")
 @click.option("--timezone", "zone", envvar="AGENTBASE_TIMEZONE",
               help="IANA time zone for the day and local_time columns (default: this machine's).")
 @click.option("-q", "--quiet", is_flag=True, help="No summary line.")
@@ -198,9 +214,14 @@ def export(db, output, zone, quiet, no_redact, if_changed, full):
     built when it must be (first export, another time zone, redaction setting
     or AgentBase version, --full). Credentials in the transcripts are redacted
     (see `agentbase secrets`)."""
-    from .export import export_snapshot
+    from .export import export_snapshot, resolve_zone
 
-    store = _open(db)
+    try:
+        resolve_zone(zone)
+    except StoreError as exc:
+        raise click.ClickException(str(exc)) from None
+    _check_snapshot(db, output)
+    store = _open(db, create=False)
     try:
         report = export_snapshot(store, output, timezone=zone, redact=not no_redact, if_changed=if_changed,
                                  full=full)
@@ -223,7 +244,7 @@ def secrets(db, as_json):
     the values. These are what `agentbase export` redacts in the snapshot."""
     from .redact import format_findings, scan_store
 
-    store = _open(db)
+    store = _open(db, create=False)
     try:
         found = scan_store(store)
     except StoreError as exc:
@@ -243,7 +264,7 @@ def secrets(db, as_json):
 def stats(db, as_json, by):
     """Totals: sessions, messages by role, tool calls, exec calls, thinking,
     tokens and cost (each model call once), bad and pending lines."""
-    store = _open(db)
+    store = _open(db, create=False)
     try:
         totals = stats_mod.collect(store, by)
     finally:
@@ -273,7 +294,7 @@ def report(kind, db, since, until, agent, server, source, breakdown, as_json, zo
     from .prices import current
     from .report import as_json as report_json, collect, format_table
 
-    store = _open(db)
+    store = _open(db, create=False)
     try:
         zone_name, tz = resolve_zone(zone)
         rows = collect(store, kind, tz, since=since, until=until, agent=agent, server=server, source=source)
@@ -313,6 +334,8 @@ def _config_run(config_file, server, agent, db, json_summary, quiet, export):
     except ConfigError as exc:
         raise click.ClickException(str(exc)) from None
     _use_prices(config.prices)
+    if export:
+        _check_snapshot(db or config.database, config.snapshot)
     store = _open(db or config.database)
     show_bar = not quiet and not json_summary and sys.stderr.isatty()
 
@@ -373,7 +396,8 @@ def _config_run(config_file, server, agent, db, json_summary, quiet, export):
               help="Follow the servers of this config file (default, when no PATH is given: "
               "$AGENTBASE_CONFIG or ~/.config/agentbase/config.yml if it exists).")
 @click.option("--db", envvar="AGENTBASE_DB", help=DB_HELP)
-@click.option("-o", "--output", type=click.Path(dir_okay=False), help="The snapshot to keep up to date.")
+@click.option("-o", "--output", type=click.Path(),
+              help="The snapshot to keep up to date: a new path or an existing snapshot, nothing else.")
 @click.option("--interval", default=60.0, show_default=True, type=click.FloatRange(1, 86400),
               help="Seconds between polls of the remote servers.")
 @click.option("-q", "--quiet", is_flag=True, help="Only errors.")
@@ -406,7 +430,9 @@ def watch(paths, config_file, db, output, interval, quiet):
                 raise click.ClickException("nothing to watch: no transcripts in the default places "
                                            "(name a PATH, or write a config file)")
     _use_prices(config.prices if config is not None else None)
-    store = _open(db or (config.database if config is not None else None))
+    url = db or (config.database if config is not None else None)
+    snapshot = _check_snapshot(url, output or (config.snapshot if config is not None else None))
+    store = _open(url)
     say = (lambda line: None) if quiet else (lambda line: click.echo(line, err=True))
 
     def report_line(report) -> None:
@@ -437,11 +463,7 @@ def watch(paths, config_file, db, output, interval, quiet):
                     click.echo(f"error: {result.error}", err=True)
                 report_line(result.report)
 
-    from .export import snapshot_path_for
     from .snapshot_state import state_path
-
-    target = output or (config.snapshot if config is not None and config.snapshot else None)
-    snapshot = Path(target).expanduser() if target else snapshot_path_for(store)
 
     def export():
         result = export_snapshot(store, snapshot, timezone=config.timezone if config is not None else None,
@@ -464,7 +486,7 @@ def watch(paths, config_file, db, output, interval, quiet):
 
 
 @cli.command()
-@click.argument("snapshot", required=False, type=click.Path(dir_okay=False))
+@click.argument("snapshot", required=False, type=click.Path())
 @click.option("-h", "--host", default="127.0.0.1", show_default=True,
               help="Address to bind (0.0.0.0 makes the explorer reachable from other machines).")
 @click.option("-p", "--port", default=8001, show_default=True, type=int, help="Port to listen on.")
@@ -500,9 +522,13 @@ def serve(snapshot, host, port, metadata_path, template_dir, settings, password_
     elif host not in ("127.0.0.1", "localhost", "::1"):
         click.echo(f"warning: serving on {host} without a password: anyone who can reach it reads every "
                    "transcript (use --password-env VAR)", err=True)
+    from .export import check_servable
+
     path = Path(snapshot).expanduser() if snapshot else default_snapshot_path()
-    if not path.is_file():
-        raise click.ClickException(f"no snapshot at {path}: run `agentbase export` first")
+    try:
+        check_servable(path)  # before anything is served: one line for what is not a snapshot
+    except StoreError as exc:
+        raise click.ClickException(str(exc)) from None
     from datasette_agentbase.serve import serve as run_serve
 
     run_serve(path, host=host, port=port, metadata_path=Path(metadata_path) if metadata_path else None,

@@ -36,6 +36,7 @@ import operator
 import os
 import re
 import sqlite3
+import stat
 import time
 import uuid
 from array import array
@@ -51,7 +52,7 @@ import sqlite_utils
 from . import derived, shape
 from .search import TOKENIZE, copy_index, index_text
 from .snapshot_state import State, row_hash, state_path
-from .store import Store, StoreError, default_db_path, private_file
+from .store import Store, StoreError, default_db_path, private_file, sqlite_path, sqlite_tables, what_is
 
 BATCH = 2000
 COUNT_COLUMN = shape.COUNT_COLUMN
@@ -985,6 +986,118 @@ def _running(pid: int) -> bool:
     return True
 
 
+# -- what -o may name ------------------------------------------------------------------------------
+
+_GENERATION = re.compile(r"[0-9a-f]{32}")
+STATE_TABLES = frozenset({"meta", "secrets", "rows"})  # snapshot_state.SCHEMA's
+
+
+def snapshot_target(db: str | None, output: str | os.PathLike | None) -> Path:
+    """Where an export of the archive ``db`` (a URL, None: the embedded default) writes: ``output``,
+    else what :func:`snapshot_path_for` gives for that store; known without opening the store."""
+    if output:
+        return Path(output).expanduser()
+    path = sqlite_path(db)
+    return path.parent / "snapshot.db" if path is not None else default_snapshot_path()
+
+
+def _is_snapshot_file(path: Path) -> bool:
+    """A regular file (not a link) holding a SQLite database with the snapshot's marker table."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    return stat.S_ISREG(st.st_mode) and shape.MARKER in (sqlite_tables(path) or ())
+
+
+def check_target(target: Path) -> str:
+    """What an export may write over, checked before it does anything (export, watch -o, sync):
+    ``new`` (nothing there; the folders above are folders or missing), ``link`` (an export's link: a
+    symbolic link whose text is the name of a build file beside it, ``.<name>.<32 hex digits>``,
+    which is a regular SQLite file with the marker table ``agentbase_snapshot``), or ``plain`` (an
+    older AgentBase's snapshot: a regular SQLite file with that marker, rebuilt as a link). The state
+    file beside it, ``<stem>-state.db``, must be missing or a regular SQLite file with the state's
+    tables. Anything else (a file that is not a snapshot, a device, a FIFO, a folder, a link to
+    anything else, a dangling link) is a StoreError of one line, and nothing has been touched."""
+    target = Path(target)
+    refuse = f"refusing to write the snapshot at {target}"
+    kind = _check_path(target, refuse, "an AgentBase snapshot")
+    if kind == "regular":
+        kind = "plain" if _is_snapshot_file(target) else None
+    elif kind == "link":
+        text = os.readlink(target)
+        ok = ("/" not in text and text.startswith(f".{target.name}.")
+              and _GENERATION.fullmatch(text[len(target.name) + 2:]) is not None
+              and _is_snapshot_file(target.parent / text))
+        if not ok:
+            raise StoreError(f"{refuse}: it is a link to {text}, not an AgentBase snapshot (whose link names "
+                             f".{target.name}.<id> beside it)")
+    if kind is None:
+        raise StoreError(f"{refuse}: it is a file that is not an AgentBase snapshot")
+    spath = state_path(target)
+    skind = _check_path(spath, f"refusing to write the snapshot's state file at {spath}",
+                        "an AgentBase snapshot's state file")
+    if skind == "link" or (skind == "regular" and not STATE_TABLES <= (sqlite_tables(spath) or set())):
+        raise StoreError(f"refusing to write the snapshot's state file at {spath}: it is "
+                         f"{'a link' if skind == 'link' else 'a file'} that is not an AgentBase snapshot's "
+                         "state file")
+    return kind
+
+
+def _check_path(path: Path, refuse: str, what: str) -> str:
+    """``new``, ``link`` or ``regular``; anything else is refused (a folder, a device, a FIFO...),
+    and so is a new path below something that is not a folder."""
+    try:
+        st = os.lstat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        parent = path.parent
+        while True:
+            try:
+                pst = os.stat(parent)
+            except (FileNotFoundError, NotADirectoryError):
+                if parent == parent.parent:
+                    return "new"
+                parent = parent.parent
+                continue
+            except OSError as exc:
+                raise StoreError(f"{refuse}: {parent}: {exc.strerror or exc}") from None
+            if not stat.S_ISDIR(pst.st_mode):
+                raise StoreError(f"{refuse}: {parent} is {what_is(pst.st_mode)}, not a folder")
+            return "new"
+    except OSError as exc:
+        raise StoreError(f"{refuse}: {exc.strerror or exc}") from None
+    if stat.S_ISLNK(st.st_mode):
+        return "link"
+    if stat.S_ISREG(st.st_mode):
+        return "regular"
+    raise StoreError(f"{refuse}: it is {what_is(st.st_mode)}, not {what}")
+
+
+def check_servable(path: Path) -> None:
+    """What `agentbase serve` may serve: an AgentBase snapshot (through links: an export's, or one
+    a user made). Checked before anything is served; each refusal is one line."""
+    try:
+        st = os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        if os.path.islink(path):
+            raise StoreError(f"{path} is a link to nothing (no snapshot there): run `agentbase export` "
+                             "first") from None
+        raise StoreError(f"no snapshot at {path}: run `agentbase export` first") from None
+    except OSError as exc:
+        raise StoreError(f"cannot read the snapshot at {path}: {exc.strerror or exc}") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise StoreError(f"{path} is {what_is(st.st_mode)}, not an AgentBase snapshot")
+    tables = sqlite_tables(path)
+    if tables is None:
+        raise StoreError(f"{path} is not an AgentBase snapshot (not a SQLite database)")
+    if shape.MARKER in tables:
+        return
+    if "_migrations" in tables:
+        raise StoreError(f"{path} is an AgentBase archive, not a snapshot: serve the snapshot "
+                         "`agentbase export` writes from it")
+    raise StoreError(f"{path} is a SQLite database that is not an AgentBase snapshot")
+
+
 def inspect_path(snapshot: Path) -> Path:
     """The counts file older snapshots had beside them (``snapshot-inspect.json``): removed by an
     export, since a snapshot updated in place is served as a live file, not an immutable one."""
@@ -1055,6 +1168,7 @@ def export_snapshot(store: Store, output: str | os.PathLike | None = None, timez
     started = time.perf_counter()
     target = Path(output).expanduser() if output else snapshot_path_for(store)
     zone_name, zone = resolve_zone(timezone)
+    check_target(target)  # before anything is written or removed beside it
     if redact:
         from . import redact as _load_detectors  # noqa: F401  (once, before the worker forks)
     remove_leftovers(target)
@@ -1124,6 +1238,7 @@ def _build(store: Store, target: Path, zone, zone_name: str, redact: bool, facts
     tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
     spath = state_path(target)
     state_tmp = spath.with_name(f".{spath.name}.tmp-{os.getpid()}")
+    older = _is_snapshot_file(target)  # an older AgentBase's plain file, whose counts file goes too
     private_file(tmp)  # 0600 in a 0700 folder: the snapshot holds transcripts
     report = ExportReport(str(target), zone_name)
     fts_file = tmp.with_name(tmp.name + "-fts")
@@ -1212,8 +1327,8 @@ def _build(store: Store, target: Path, zone, zone_name: str, redact: bool, facts
         # the state first: a snapshot without its own state is rebuilt, never updated with another's
         os.replace(state_tmp, spath)
         _point(target, real)
-        if inspect_path(target).exists():  # an older snapshot's counts file: served live now
-            inspect_path(target).unlink()
+        if older and inspect_path(target).is_file() and not inspect_path(target).is_symlink():
+            inspect_path(target).unlink()  # that older snapshot's counts file: served live now
     except BaseException:
         if prep is not None:
             prep.close()
