@@ -635,7 +635,8 @@ def _open_mariadb(url: str, missing: Callable[[str, str], StoreError] | None = N
         conn.query("SET SESSION sql_mode = 'STRICT_TRANS_TABLES,NO_ENGINE_SUBSTITUTION,NO_BACKSLASH_ESCAPES'")
     except pymysql.MySQLError as exc:
         if missing is not None and exc.args[:1] == (_UNKNOWN_DATABASE,):
-            raise missing(mask_url(url), f" (the database {database} does not exist on {host}:{port})") from None
+            raise missing(mask_url(url), f" (the database {database} does not exist on {host}:{port}; create it "
+                          "with CHARACTER SET utf8mb4 COLLATE utf8mb4_bin, then)") from None
         raise StoreError(f"cannot connect to MariaDB at {host}:{port}/{database}: {_first_line(exc)}") from None
     return MariaDBStore(conn, mask_url(url), database)
 
