@@ -145,3 +145,98 @@ def test_over_sftp_a_looping_folder_is_read_once(tmp_path, sshd, follow):
     assert wire < size * 1.2, wire
     assert scalar(db, "SELECT COUNT(*) FROM sessions") == 2
     assert proc.stderr.count("a link to a folder that holds it") >= 4  # (those seen through -a too)
+
+
+# -- session ids that hold a NUL ---------------------------------------------------------------
+# A NUL is written out as \u0000 (six visible characters): the id stays whole, and two ids that differ
+# after the NUL stay two sessions (cut at the NUL, both were "a", and merged with a session "a").
+
+NUL_IDS = ("a\x00b", "a\x00c", "a")
+SHOWN = {"a\x00b": "a\\u0000b", "a\x00c": "a\\u0000c", "a": "a"}
+
+
+def _sessions(db: Path, source: str) -> dict[str, int]:
+    """session_uuid -> messages, of one kind."""
+    return dict(rows(db, "SELECT s.session_uuid, COUNT(m.id) FROM sessions s LEFT JOIN messages m "
+                         "ON m.session_id = s.id WHERE s.source = ? GROUP BY s.id", (source,)))
+
+
+def _no_nul_anywhere(db: Path) -> None:
+    for table, column in (("sessions", "session_uuid"), ("messages", "session_uuid"), ("parsed_files", "file_path"),
+                          ("parsed_files", "session_uuid")):
+        values = [v for (v,) in rows(db, f"SELECT {column} FROM {table}") if isinstance(v, str)]
+        assert not any("\x00" in v for v in values), (table, column)
+
+
+def test_jsonl_session_ids_with_a_nul_stay_whole_and_apart(tmp_path):
+    from transcripts import conversation, sessions_dir, write
+
+    home = tmp_path / "home"
+    # OpenClaw: the header's id
+    sd = sessions_dir(home / ".openclaw")
+    for i, sid in enumerate(NUL_IDS):
+        write(sd / f"5e55a0a0-0000-4000-8000-00000000000{i}.jsonl", conversation(sid=sid, turns=i + 1))
+    # pi: the same lines in pi's tree
+    pi = home / ".pi" / "agent" / "sessions" / "--home-dev--"
+    for i, sid in enumerate(NUL_IDS):
+        write(pi / f"2026-03-02T10-00-0{i}-000Z_5e55a0a0-0000-4000-8000-00000000001{i}.jsonl",
+              conversation(sid=sid, turns=i + 1))
+    # Claude Code: each line's sessionId
+    cfg = F.config_dir(home / ".claude")
+    for i, sid in enumerate(NUL_IDS):
+        c = F.Conv(sid, tag=i + 1)
+        for n in range(i + 1):
+            c.user(f"prompt {n}")
+            c.assistant([F.text(f"answer {n}")], mid=f"msg_{i}_{n}", rid=f"req_{i}_{n}")
+        F.write(cfg / "projects" / F.PROJECT / f"c1a0de00-0000-4000-8000-00000000010{i}.jsonl", c.lines)
+    # Codex: session_meta's id
+    day = home / ".codex" / "sessions" / "2026" / "03" / "02"
+    day.mkdir(parents=True)
+    for i, sid in enumerate(NUL_IDS):
+        lines = [{"timestamp": "2026-03-02T10:00:00.000Z", "type": "session_meta", "payload": {"id": sid, "cwd": "/w"}}]
+        for n in range(i + 1):
+            lines.append({"timestamp": f"2026-03-02T10:00:0{n + 1}.000Z", "type": "response_item", "payload": {
+                "type": "message", "role": "user", "content": [{"type": "input_text", "text": f"prompt {n}"}]}})
+        (day / f"rollout-2026-03-02T10-00-0{i}-0199aaaa-0000-7000-8000-00000000000{i}.jsonl").write_text(
+            "".join(json.dumps(o) + "\n" for o in lines))
+    db = tmp_path / "a.db"
+    _import(db, home / ".openclaw", home / ".pi", cfg, home / ".codex")
+    for source in ("openclaw", "pi", "claude-code", "codex"):
+        found = _sessions(db, source)
+        assert set(found) == set(SHOWN.values()), (source, found)
+        # each kept its own messages: the session with i+1 turns has the most of a kind
+        counts = [found[SHOWN[sid]] for sid in NUL_IDS]
+        assert counts[0] < counts[1] < counts[2], (source, counts)
+    _no_nul_anywhere(db)
+
+
+def test_a_sqlite_source_session_id_with_a_nul_stays_whole_and_apart(tmp_path):
+    import sqlite3
+
+    import agent_server_fixture as AS
+
+    built = AS.build_agent_db(tmp_path / "server", seed=0)
+    agent_db = built.root / "data" / "agent.db"
+    reference = tmp_path / "ref.db"
+    _import(reference, built.root)
+    before = _sessions(reference, "agent-server")
+    first, second = sorted(before)[:2]
+    conn = sqlite3.connect(agent_db)
+    with conn:
+        conn.execute("PRAGMA foreign_keys = OFF")
+        linked = [t for (t,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+                  if any(c[1] == "session_id" for c in conn.execute(f"PRAGMA table_info([{t}])"))]
+        for old, new in ((first, "a\x00b"), (second, "a\x00c")):
+            conn.execute("UPDATE sessions SET id = ? WHERE id = ?", (new, old))
+            for table in linked:
+                conn.execute(f"UPDATE [{table}] SET session_id = ? WHERE session_id = ?", (new, old))
+    conn.close()
+    db = tmp_path / "a.db"
+    _import(db, built.root)
+    after = _sessions(db, "agent-server")
+    assert "a\\u0000b" in after and "a\\u0000c" in after and len(after) == len(before)
+    assert after["a\\u0000b"] == before[first] and after["a\\u0000c"] == before[second]
+    _no_nul_anywhere(db)
+    # a second run finds both unchanged (their keys kept whole)
+    summary, _ = _import(db, built.root)
+    assert summary["files_imported"] == 0 and summary["files_failed"] == 0

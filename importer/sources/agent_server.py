@@ -747,7 +747,7 @@ class SessionRow:
         values = {
             "cwd": _text(v["workspace_dir"], 512), "started_at": _time(v["created_at"]), "title": title,
             "display_name": title[:255] if title else None,
-            "provider_session_id": _text(v["provider_session_id"], 128) or None,
+            "provider_session_id": P.visible_id(_text(v["provider_session_id"], 128) or "") or None,
             "model": _text(v["model"], 128), "model_provider": _text(v["provider"], 64),
             "channel": _text(v["source"], 64),
             # The server keeps no archive time: an archived session's last update is its archiving.
@@ -773,7 +773,9 @@ class SessionUnit(Unit):
         times = [t for t in (_int(v["updated_at"]), _int(v["created_at"]), newest_ms) if t is not None]
         token_digest = _digest(list(v.values()), session.profile_name, digests.get("runs"),
                                digests.get("interactions"), digests.get("files"))
-        super().__init__(db.source, db.server, agent, f"{db.key}#{session.id}", f"{db.name}#{session.id}", count,
+        # the session id as archived (a NUL written out: P.visible_id); the database is queried with its own
+        self.uuid = P.visible_id(session.id)
+        super().__init__(db.source, db.server, agent, f"{db.key}#{self.uuid}", f"{db.name}#{self.uuid}", count,
                          max(times, default=0) * 1_000_000, token=f"{last_seq}:{count}:{token_digest}", fs=db.fs)
         self.db = db
         self.conn = conn
@@ -837,12 +839,12 @@ class SessionUnit(Unit):
         try:
             return self.conn.execute(sql, params).fetchall()
         except sqlite3.Error as exc:
-            raise SourceError(f"cannot read session {self.sid}: {exc}") from None
+            raise SourceError(f"cannot read session {self.uuid}: {exc}") from None
 
     # -- the unit ----------------------------------------------------------------------
 
     def read(self, checkpoint: Checkpoint | None):
-        sid, ctx, upto = self.sid, self.ctx, self.last_seq
+        sid, ctx, upto = self.uuid, self.ctx, self.last_seq
         state: dict = {}
         after = 0
         tail_event = None
@@ -983,7 +985,7 @@ class SessionUnit(Unit):
         out = []
         for r in self._table("interactions", cols, "created_at, id"):
             v = dict(zip(cols, r))
-            out.append({"server": self.server, "agent_id": self.agent_id, "session_uuid": self.sid,
+            out.append({"server": self.server, "agent_id": self.agent_id, "session_uuid": self.uuid,
                         "interaction_id": _text(v["id"], 64), "run_id": _text(v["run_id"], 64),
                         "kind": _text(v["kind"], 32), "status": _text(v["status"], 16),
                         "created_at": _time(v["created_at"]), "resolved_at": _time(v["resolved_at"]),
@@ -996,7 +998,7 @@ class SessionUnit(Unit):
         out = []
         for r in self._table("files", cols, "created_at, id"):
             v = dict(zip(cols, r))
-            out.append({"server": self.server, "agent_id": self.agent_id, "session_uuid": self.sid,
+            out.append({"server": self.server, "agent_id": self.agent_id, "session_uuid": self.uuid,
                         "file_id": _text(v["id"], 64), "origin": _text(v["origin"], 16), "mime": _text(v["mime"], 128),
                         "size": _int(v["size"]), "sha256": _text(v["sha256"], 64), "created_at": _time(v["created_at"]),
                         "rel_path": _text(v["rel_path"], 1024)})
@@ -1056,7 +1058,8 @@ class ServerTables(Unit):
                     agent = SERVER_AGENT  # server-wide, or of a session no longer in the database
                 if agent is None:
                     continue  # a session not imported here (another agent's)
-                rows.append({"server": self.server, "agent_id": agent, "session_uuid": session,
+                rows.append({"server": self.server, "agent_id": agent,
+                             "session_uuid": P.visible_id(session) if session else session,
                              "audit_id": _int(v["id"]), "ts": _time(v["ts"]), "actor": _text(v["actor"], 128),
                              "kind": _text(v["kind"], 32), "summary": _text(v["summary"]),
                              "detail": _text(v["detail"])})
