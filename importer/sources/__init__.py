@@ -167,8 +167,8 @@ def _once(fs: FileSystem, out: Discovery) -> None:
     chosen: dict = {}  # (server, identity) -> the unit kept
     lost = []  # (unit, its identity key)
     for unit in out.units:
-        if unit.fs is None or isinstance(unit, Problem):
-            continue
+        if unit.fs is None or isinstance(unit, Problem) or unit.key != unit.path:
+            continue  # (a unit named otherwise than its file may share it by design)
         try:
             ident = unit.fs.identity(unit.path)
         except OSError:
