@@ -72,9 +72,20 @@ def is_copy(name: str) -> bool:
 ID_CHARS = 64
 
 
+def visible_id(value: str) -> str:
+    """An id as archived: whole, with each NUL character written ``\\u0000``
+    (its JSON escape, six visible characters). A NUL is cut at by C strings
+    (SQLite's functions, drivers): ``a<NUL>b`` would become ``a``, and merge
+    with another session; written out it stays whole and distinct."""
+    return value.replace("\x00", "\\u0000") if "\x00" in value else value
+
+
 def clamp_id(value: str) -> str:
     """Ids are at most 64 characters in every store; a longer one (never seen
-    in real files) keeps a readable prefix and a hash, so it stays unique."""
+    in real files) keeps a readable prefix and a hash, so it stays unique.
+    A NUL is made visible first (:func:`visible_id`)."""
+    if "\x00" in value:
+        value = visible_id(value)
     if len(value) <= ID_CHARS:
         return value
     return value[:40] + "~" + hashlib.blake2b(value.encode("utf-8", "surrogatepass"), digest_size=11).hexdigest()

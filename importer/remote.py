@@ -605,7 +605,13 @@ class RemoteReader:
 
 class SFTPFileSystem(PosixPaths, FileSystem):
     """A server's files over its SFTP session: the interface every source reads
-    through (sources/fs.py). Modification times are whole seconds (SFTP's)."""
+    through (sources/fs.py). Modification times are whole seconds (SFTP's).
+
+    SFTP gives no inode: a folder is known by its real path on the server
+    (``realpath``, SFTP's normalize), asked once per folder a link led to
+    (and once per folder a walk starts from); a folder listed as a plain
+    subfolder of a known one is that one's real path plus its name, with no
+    round trip."""
 
     remote = True
 
@@ -613,15 +619,52 @@ class SFTPFileSystem(PosixPaths, FileSystem):
         super().__init__(follow_symlinks=getattr(server.config, "follow_symlinks", False))
         self.server = server
         self.label = f"server {server.name}"
+        self._real: dict[str, str] = {}  # path -> its real path on the server
+        self._plain: set[str] = set()  # folders listed as subfolders (not links) of their parent
+        self._links: set[str] = set()  # link entries listed
+
+    def start(self) -> None:
+        super().start()
+        self._real, self._plain, self._links = {}, set(), set()
+
+    def _normalize(self, path: str) -> str | None:
+        """The server's real path of ``path`` (None: nothing there, a dangling link)."""
+        found = self._real.get(path)
+        if found is None:
+            server = self.server
+            try:
+                found = server._call(f"listing {path}", server.sftp.normalize, path)
+            except OSError:
+                return None
+            self._real[path] = found
+        return found
+
+    def _folder_id(self, path: str) -> str | None:
+        found = self._real.get(path)
+        if found is not None:
+            return found
+        if path in self._plain:
+            parent = self._folder_id(posixpath.dirname(path))
+            if parent is not None:
+                found = self._real[path] = posixpath.join(parent, posixpath.basename(path))
+                return found
+        return self._normalize(path)
+
+    def identity(self, path: str):
+        if path in self._links:
+            return self._normalize(path)
+        folder = self._folder_id(posixpath.dirname(path))
+        return posixpath.join(folder, posixpath.basename(path)) if folder is not None else None
+
+    def through_link(self, path: str) -> bool:
+        return self.identity(path) != posixpath.normpath(path)
 
     def _outside(self, path: str) -> bool:
         """Whether ``path`` resolves (on the server) outside the tree being discovered."""
         if self.confine is None or self.follow_symlinks:
             return False
-        server = self.server
-        try:
-            target = server._call(f"listing {path}", server.sftp.normalize, path)
-        except OSError:
+        target = self._normalize(path)
+        if target is None:
             return False  # a dangling link: stat says there is nothing
         if (target == posixpath.normpath(path) or target == self.confine
                 or target.startswith(self.confine.rstrip("/") + "/")):
@@ -629,12 +672,19 @@ class SFTPFileSystem(PosixPaths, FileSystem):
         self.outside.append((path, target))
         return True
 
+    def _is_loop_link(self, folder: str, link: str) -> bool:
+        """Whether a link listed in ``folder`` leads to that folder or one above it."""
+        target = self._normalize(link)
+        if target is None:
+            return False
+        here = self._folder_id(folder)
+        if here is None or not (here == target or here.startswith(target.rstrip("/") + "/")):
+            return False
+        self.loops.append(link)
+        return True
+
     def realpath(self, path: str) -> str:
-        server = self.server
-        try:
-            return server._call(f"listing {path}", server.sftp.normalize, path)
-        except OSError:
-            return path
+        return self._normalize(path) or path
 
     def abspath(self, path: str) -> str:
         return self.server.abspath(path)
@@ -671,12 +721,18 @@ class SFTPFileSystem(PosixPaths, FileSystem):
         for attr in attrs:
             full = posixpath.join(path, attr.filename)
             if attr.st_mode is not None and stat.S_ISLNK(attr.st_mode):
+                self._links.add(full)
                 if self._outside(full):
                     out.append(Listed(self, attr.filename, full, "outside", 0, 0))
+                elif self._is_loop_link(path, full):
+                    out.append(Listed(self, attr.filename, full, "loop", 0, 0))
                 else:
                     out.append(Listed(self, attr.filename, full))  # followed when asked (an extra round trip)
             else:
-                out.append(Listed(self, attr.filename, full, self._kind(attr.st_mode), attr.st_size or 0,
+                kind = self._kind(attr.st_mode)
+                if kind == "dir":
+                    self._plain.add(full)
+                out.append(Listed(self, attr.filename, full, kind, attr.st_size or 0,
                                   int(attr.st_mtime or 0) * 1_000_000_000))
         return out
 

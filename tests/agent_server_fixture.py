@@ -104,10 +104,11 @@ session uuid4, or a Codex thread id, a uuidv7; ``TURN`` = the Codex turn id, a u
 ``tool.started``
   claude: the assistant message with ``content:[{type:'tool_use', id:'toolu_01…', name, input}]``
   codex: ``{threadId, turnId, item:{…, status:'inProgress'}}`` (``item/started``; item types below)
-  plus, both: ``toolCallId`` (= tool_use id / item id), ``tool`` (Claude tool name, e.g. ``Bash``,
+  plus, both: ``toolCallId`` (= tool_use id / item id; not with ``tool_ids="provider"``), ``tool`` (Claude tool name, e.g. ``Bash``,
   ``mcp__docs__search``; Codex item type, e.g. ``commandExecution``), ``kind`` (``shell`` |
   ``file_read`` | ``file_change`` | ``mcp`` | ``web_fetch`` | ``web_search`` | ``question``).
-``tool.completed`` (pairs with ``tool.started`` on ``toolCallId``; one ``tool.started`` never gets one)
+``tool.completed`` (pairs with ``tool.started`` on ``toolCallId``, or with ``tool_ids="provider"`` on the
+  provider's ids only; one ``tool.started`` never gets one)
   claude: ``{type:'user', message:{role:'user', content:[{type:'tool_result', tool_use_id,
   content, is_error}]}, parent_tool_use_id:null, session_id, uuid, tool_use_result}``;
   ``content`` is a string, or for MCP a list ``[{type:'text', text}]``. Bash: ``content`` = the
@@ -663,13 +664,25 @@ CLAUDE_TOOLS = ["Task", "Bash", "Glob", "Grep", "Read", "Edit", "Write", "WebFet
                 "AskUserQuestion", "mcp__docs__search"]
 
 
+# Where a tool event carries its call id. "server": the server adds ``toolCallId`` (= the tool_use id /
+# item id) to both events, as this module's first database does. "provider": only the provider's own
+# ids, as FORMAT-OTHERS.md section 2 lists them: Claude's ``tool_use`` block ``id`` on tool.started and
+# ``tool_result`` ``tool_use_id`` on tool.completed, Codex's ``item.id`` on both (a second agent.db
+# written from the same notes was so).
+TOOL_ID_SHAPES = ("server", "provider")
+
+
 class _Script:
     """Plays one session's events into a batch and tallies them as it goes."""
 
     def __init__(self, batch: _Batch, rng: random.Random, *, sid: str, provider: str, model: str, psid: str,
                  workspace_dir: str, workspace_path: Path | None, api_key_id: str, permission_mode: str,
-                 clock: int, seq: int = 0, thread_total: dict | None = None, tally: Tally | None = None):
+                 clock: int, seq: int = 0, thread_total: dict | None = None, tally: Tally | None = None,
+                 tool_ids: str = "server"):
         self.batch, self.rng, self.ids = batch, rng, _Ids(rng)
+        if tool_ids not in TOOL_ID_SHAPES:
+            raise ValueError(f"tool_ids: one of {', '.join(TOOL_ID_SHAPES)}")
+        self.tool_ids = tool_ids
         self.sid, self.provider, self.model, self.psid = sid, provider, model, psid
         self.workspace_dir, self.workspace_path = workspace_dir, workspace_path
         self.api_key_id, self.permission_mode = api_key_id, permission_mode
@@ -904,7 +917,9 @@ class _Script:
 
     # -- tools ---------------------------------------------------------------------------------
     def _started(self, call_id: str, tool: str, kind: str, payload: dict) -> None:
-        payload.update(toolCallId=call_id, tool=tool, kind=kind)
+        payload.update(tool=tool, kind=kind)
+        if self.tool_ids == "server":
+            payload["toolCallId"] = call_id
         self.emit("tool.started", payload)
         self.open_tools[call_id] = kind
         self.tally.tool_started += 1
@@ -924,7 +939,9 @@ class _Script:
 
     def _completed(self, call_id: str, tool: str, kind: str, payload: dict, *, exit_code: int | None = None,
                    cap: dict | None = None) -> None:
-        payload.update(toolCallId=call_id, tool=tool, kind=kind, exitCode=exit_code, **(cap or {"truncated": False}))
+        payload.update(tool=tool, kind=kind, exitCode=exit_code, **(cap or {"truncated": False}))
+        if self.tool_ids == "server":
+            payload["toolCallId"] = call_id
         self.emit("tool.completed", payload)
         if cap and cap.get("truncated"):
             self._pending_truncated.seq = self.seq
@@ -1583,10 +1600,12 @@ def _world(b: _Batch, ids: _Ids) -> dict:
 
 
 def build_agent_db(root: Path, *, seed: int = 0, extra_sessions: int = 0,
-                   workspace_base: str | None = None) -> Expected:
+                   workspace_base: str | None = None, tool_ids: str = "server") -> Expected:
     """Write ``root/data/agent.db`` and the workspaces; return the expected figures.
 
     ``extra_sessions`` adds that many plain sessions (filler runs only) after the eight scenario ones.
+    ``tool_ids``: where ``tool.started`` / ``tool.completed`` carry their call id (see
+    :data:`TOOL_ID_SHAPES`); the events are otherwise the same.
     """
     root = Path(root)
     db_path = root / "data" / "agent.db"
@@ -1614,7 +1633,8 @@ def build_agent_db(root: Path, *, seed: int = 0, extra_sessions: int = 0,
         ws_dir = f"{ws_base}/{sid}"
         ws_path = root / "workspaces" / sid if kept else None
         s = _Script(b, rng, sid=sid, provider=provider, model=model, psid=psid, workspace_dir=ws_dir,
-                    workspace_path=ws_path, api_key_id=api_key["id"], permission_mode=effective, clock=start)
+                    workspace_path=ws_path, api_key_id=api_key["id"], permission_mode=effective, clock=start,
+                    tool_ids=tool_ids)
         if fn is None:
             for _ in range(rng.randint(1, 3)):
                 _filler(s, zh=any(ord(c) > 0x2E80 for c in title))
@@ -1748,10 +1768,13 @@ def _resume(conn: sqlite3.Connection, session_id: str, b: _Batch) -> _Script:
         total = json.loads(found[0]) if found and found[0] else None
     ws = Path(ws_dir)
     rng = random.Random(f"{session_id}:{last_seq}")
+    # new tool events carry their ids as the database's earlier ones do
+    tagged = conn.execute("SELECT COUNT(*), COUNT(json_extract(payload, '$.toolCallId')) FROM events "
+                          "WHERE type IN ('tool.started', 'tool.completed')").fetchone()
     return _Script(b, rng, sid=session_id, provider=provider, model=model, psid=psid, workspace_dir=ws_dir,
                    workspace_path=ws if ws.is_dir() else None, api_key_id=key_id,
                    permission_mode=mode or profile_mode, clock=max(last_ts, NOW_MS), seq=last_seq,
-                   thread_total=total)
+                   thread_total=total, tool_ids="provider" if tagged[0] and not tagged[1] else "server")
 
 
 def _latest_run(conn: sqlite3.Connection, s: _Script) -> None:

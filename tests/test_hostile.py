@@ -122,16 +122,21 @@ def test_links_out_of_the_tree_are_not_followed_unless_asked(tmp_path):
     outside = write(tmp_path / "elsewhere" / "secret.jsonl", conversation(sid="5ec0e7e0-0000-4000-8000-000000000000"))
     (sd / "linked.jsonl").symlink_to(outside)
     (sd / "passwd.jsonl").symlink_to("/etc/passwd")
-    (sd / "inside.jsonl").symlink_to(sd / f"{SID}.jsonl")  # a link within the tree is followed
+    # a link within the tree is followed
+    kept = write(tmp_path / "state" / "kept" / "elsewhere.jsonl", conversation(sid="1e5e1de0-0000-4000-8000-000000000000"))
+    (sd / "inside.jsonl").symlink_to(kept)
+    # a second name of a file listed anyway is the same file: listed once, by its own name
+    (sd / "again.jsonl").symlink_to(sd / f"{SID}.jsonl")
     db = tmp_path / "a.db"
     proc = run("import", tmp_path / "state", "--db", f"sqlite:///{db}")
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr.count("points outside the tree") == 2
     paths = {Path(p).name for (p,) in rows(db, "SELECT file_path FROM parsed_files")}
     assert "linked.jsonl" not in paths and "passwd.jsonl" not in paths and "inside.jsonl" in paths
-    assert scalar(db, "SELECT COUNT(*) FROM sessions") == 2
-    proc = run("import", tmp_path / "state", "--db", f"sqlite:///{db}", "--follow-symlinks")
+    assert "again.jsonl" not in paths and f"{SID}.jsonl" in paths
     assert scalar(db, "SELECT COUNT(*) FROM sessions") == 3
+    proc = run("import", tmp_path / "state", "--db", f"sqlite:///{db}", "--follow-symlinks")
+    assert scalar(db, "SELECT COUNT(*) FROM sessions") == 4
     assert "linked.jsonl" in {Path(p).name for (p,) in rows(db, "SELECT file_path FROM parsed_files")}
 
 

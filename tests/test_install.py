@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import site
 import socket
 import subprocess
 import sys
@@ -33,6 +34,26 @@ def _get(url: str) -> tuple[int, bytes]:
         return e.code, e.read()
 
 
+def _venv_seeing_this_environment(venv: Path) -> Path:
+    """A new virtual environment whose imports find the dependencies this test runs with, wherever
+    they were installed (the base Python, or the virtual environment the README's ``pip install``
+    filled), while the package itself can only come from what is installed into it.
+
+    ``python -m venv --system-site-packages`` run from a virtual environment sees the *base* Python's
+    site-packages, not that environment's: so a ``.pth`` file in the new environment adds this
+    interpreter's site-packages folders after its own (its own, with the wheel, come first)."""
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True)
+    python = str(venv / "bin" / "python")
+    purelib = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+    ours = list(site.getsitepackages())
+    if site.ENABLE_USER_SITE and os.path.isdir(site.getusersitepackages()):
+        ours.append(site.getusersitepackages())
+    folders = [p for p in dict.fromkeys(ours) if os.path.isdir(p) and Path(p).resolve() != Path(purelib).resolve()]
+    (Path(purelib) / "zz-agentbase-test-deps.pth").write_text("".join(f"{p}\n" for p in folders), encoding="utf-8")
+    return venv
+
+
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory):
     work = tmp_path_factory.mktemp("install")
@@ -41,10 +62,11 @@ def installed(tmp_path_factory):
                             "-w", str(wheels), str(REPO)], capture_output=True, text=True, cwd=work)
     assert build.returncode == 0, build.stderr[-2000:]
     wheel = next(wheels.glob("agentbase-*.whl"))
-    venv = work / "venv"
-    # the dependencies come from this environment; the package itself only from the wheel
-    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True)
-    pip = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--no-deps", str(wheel)],
+    venv = _venv_seeing_this_environment(work / "venv")
+    # --ignore-installed: an install of the package that the new environment sees (a developer's
+    # editable one) must not stand in for the wheel
+    pip = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--no-deps",
+                          "--ignore-installed", str(wheel)],
                          capture_output=True, text=True)
     assert pip.returncode == 0, pip.stderr[-2000:]
     home = work / "home"

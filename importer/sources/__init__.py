@@ -115,7 +115,7 @@ def discover(paths: list[str], server: str | None = None, agent: str | None = No
     fs = fs or LOCAL
     out = Discovery()
     wanted = frozenset(agents) if agents is not None else None
-    fs.bad_names, fs.outside = [], []
+    fs.start()
     for raw in paths:
         path = fs.abspath(raw)
         if not path.isascii():
@@ -151,8 +151,49 @@ def discover(paths: list[str], server: str | None = None, agent: str | None = No
         finally:
             fs.confine = None
     _problems(fs, server or default_server_name(), out)
+    _once(fs, out)
     sort_units(out.units)
     return out
+
+
+def _once(fs: FileSystem, out: Discovery) -> None:
+    """A file reached by several paths (a link to a folder also reached by its
+    own path, two paths named that overlap through a link, a hard link) is
+    listed once: by a path that crosses no link if it has one (a link's name
+    never stands for the file's own), else by its shortest path, then the
+    first by name. It is read once, and that path is its ``file_path``."""
+    if len(out.units) < 2:
+        return
+    chosen: dict = {}  # (server, identity) -> the unit kept
+    lost = []  # (unit, its identity key)
+    for unit in out.units:
+        if unit.fs is None or isinstance(unit, Problem) or unit.key != unit.path:
+            continue  # (a unit named otherwise than its file may share it by design)
+        try:
+            ident = unit.fs.identity(unit.path)
+        except OSError:
+            ident = None
+        if ident is None:
+            continue
+        key = (unit.server, ident)
+        best = chosen.get(key)
+        if best is None:
+            chosen[key] = unit
+        elif _rank(unit) < _rank(best):
+            chosen[key] = unit
+            lost.append(best)
+        else:
+            lost.append(unit)
+    if not lost:
+        return
+    gone = {id(u) for u in lost}
+    out.units[:] = [u for u in out.units if id(u) not in gone]
+    for u in lost:
+        out.keys.discard((u.server, u.key))
+
+
+def _rank(unit) -> tuple:
+    return (unit.fs.through_link(unit.path), len(unit.path), unit.path)
 
 
 _TRANSCRIPT_ENDINGS = (".json", ".sqlite", ".db", ".zst")
@@ -187,7 +228,12 @@ def _problems(fs: FileSystem, server: str, out: Discovery) -> None:
                             "set follow_symlinks: true in the config to follow such links")
     if len(fs.outside) > 20:
         out.warnings.append(f"... and {len(fs.outside) - 20} more links out of the tree not followed")
-    fs.bad_names, fs.outside = [], []
+    loops = sorted(set(fs.loops))
+    for link in loops[:20]:
+        out.warnings.append(f"not followed: {link} is a link to a folder that holds it (a loop)")
+    if len(loops) > 20:
+        out.warnings.append(f"... and {len(loops) - 20} more links in a loop not followed")
+    fs.bad_names, fs.outside, fs.loops = [], [], []
 
 
 def _folder(fs: FileSystem, path: str, scope: Scope, out: Discovery) -> bool:

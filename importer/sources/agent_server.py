@@ -368,14 +368,39 @@ def _texts(items: Any) -> list[str]:
     return out
 
 
+def tool_ids(payload: dict) -> list[str]:
+    """Every id a tool.started / tool.completed payload names for its call, in
+    the order they are preferred: Claude's own (the ``tool_use`` block's ``id``,
+    the ``tool_result``'s ``tool_use_id``: FORMAT-OTHERS.md section 2), the
+    server's ``toolCallId``, Codex's ``item.id``. A second agent.db written from
+    the same notes carries only the provider's ids; one event may carry several
+    (the same id, or not): the events pair on any of them."""
+    ids = []
+    message = _dict(payload.get("message"))
+    for block in _list(message.get("content")):
+        if isinstance(block, dict):
+            kind = block.get("type")
+            found = block.get("id") if kind in ("tool_use", "server_tool_use") else (
+                block.get("tool_use_id") if kind == "tool_result" else None)
+            if isinstance(found, str) and found:
+                ids.append(found[:255])
+    for found in (payload.get("toolCallId"), _dict(payload.get("item")).get("id")):
+        if isinstance(found, str) and found:
+            ids.append(found[:255])
+    return list(dict.fromkeys(ids))
+
+
 class _Tool:
     """What a tool.started / tool.completed payload says about its call."""
 
     def __init__(self, payload: dict, claude: bool):
         self.payload = payload
-        self.call_id = _text(payload.get("toolCallId"), 255)
         self.item = _dict(payload.get("item"))
         self.claude = claude and not self.item
+        ids = tool_ids(payload)
+        # The call's id in the archive (tool_calls.call_id = the result's tool_call_id): the first id
+        # named (a Claude block's id, as its toolCall block carries; else toolCallId, else item.id).
+        self.call_id = ids[0] if ids else None
         self.name = _text(payload.get("tool"), 128) or _text(self.item.get("type"), 128)
         self.kind = _text(payload.get("kind"))
 
@@ -398,8 +423,7 @@ class _Tool:
             args = {"query": item.get("query")}
         else:
             args = {k: v for k, v in item.items() if k not in ("type", "id", "status")}
-        return [{"type": "toolCall", "id": self.call_id or _text(item.get("id")), "name": self.name,
-                 "arguments": args}]
+        return [{"type": "toolCall", "id": self.call_id, "name": self.name, "arguments": args}]
 
     def command(self, block: dict) -> str | None:
         if _text(block.get("name")) not in SHELL_TOOLS:
@@ -503,9 +527,12 @@ class SessionContext:
         self.model = _text(model, 128)
         self.claude = provider != "codex"
 
-    def entry(self, ev: Event, parent: str | None, completion: dict | None = None) -> P.Entry:
+    def entry(self, ev: Event, parent: str | None, completion: dict | None = None,
+              call_id: str | None = None) -> P.Entry:
         """The event as its archive row: a message or an entry. ``completion``:
-        for a tool.started, what its tool.completed said (None: it has none yet)."""
+        for a tool.started, what its tool.completed said (None: it has none yet).
+        ``call_id``: for a tool.completed, the id of the tool.started it closes
+        (None: its own first id)."""
         eid = event_id(ev.seq)
         t, p, ts = ev.type, ev.payload, _time(ev.ts)
         common = dict(seq=ev.seq, ts=ts, raw=ev.raw, provider=self.provider, model=self.model)
@@ -558,7 +585,7 @@ class SessionContext:
             blocks, failed, exit_code, duration = tool.result()
             status = _text(item.get("status")) or ("error" if failed else "completed")
             row = _message_row(eid, parent, "toolResult", blocks, **common,
-                               preview=f"{tool.name or 'tool'} {status}", tool_call_id=tool.call_id,
+                               preview=f"{tool.name or 'tool'} {status}", tool_call_id=call_id or tool.call_id,
                                tool_name=tool.name, exit_code=exit_code, duration_ms=duration, is_error=int(failed))
             return _entry(eid, parent, "message", ev.seq, ev.raw, row)
         return _entry(eid, parent, t, ev.seq, ev.raw, _entry_row(eid, parent, ev, *self._other(ev)))
@@ -747,7 +774,7 @@ class SessionRow:
         values = {
             "cwd": _text(v["workspace_dir"], 512), "started_at": _time(v["created_at"]), "title": title,
             "display_name": title[:255] if title else None,
-            "provider_session_id": _text(v["provider_session_id"], 128) or None,
+            "provider_session_id": P.visible_id(_text(v["provider_session_id"], 128) or "") or None,
             "model": _text(v["model"], 128), "model_provider": _text(v["provider"], 64),
             "channel": _text(v["source"], 64),
             # The server keeps no archive time: an archived session's last update is its archiving.
@@ -764,6 +791,26 @@ class SessionRow:
         return SessionInfo(values, _dumps(header))
 
 
+# How many content blocks of a Claude tool.completed are looked at for a tool_result's tool_use_id
+# (one per result; parallel calls may share a message).
+RESULT_BLOCKS = 16
+
+# The tool.completed events of a range of seqs, with every id each names (see tool_ids): the
+# tool_use_id of the first RESULT_BLOCKS content blocks (a JSON array, null where none: plain
+# json_extract, as the connection's authorizer allows no table-valued function), toolCallId,
+# item.id; and the truncated flag.
+_COMPLETIONS_SQL = f"""
+SELECT e.seq,
+  CASE WHEN json_valid(e.payload) THEN json_extract(e.payload, {", ".join(
+      f"'$.message.content[{i}].tool_use_id'" for i in range(RESULT_BLOCKS))}) END,
+  CASE WHEN json_valid(e.payload) THEN json_extract(e.payload, '$.toolCallId') END,
+  CASE WHEN json_valid(e.payload) THEN json_extract(e.payload, '$.item.id') END,
+  CASE WHEN json_valid(e.payload) THEN json_extract(e.payload, '$.truncated') END
+FROM events e
+WHERE e.session_id = ? AND e.seq > ? AND e.seq <= ? AND e.type = 'tool.completed'
+ORDER BY e.seq"""
+
+
 class SessionUnit(Unit):
     """One session: its events, runs, interactions and files."""
 
@@ -773,7 +820,9 @@ class SessionUnit(Unit):
         times = [t for t in (_int(v["updated_at"]), _int(v["created_at"]), newest_ms) if t is not None]
         token_digest = _digest(list(v.values()), session.profile_name, digests.get("runs"),
                                digests.get("interactions"), digests.get("files"))
-        super().__init__(db.source, db.server, agent, f"{db.key}#{session.id}", f"{db.name}#{session.id}", count,
+        # the session id as archived (a NUL written out: P.visible_id); the database is queried with its own
+        self.uuid = P.visible_id(session.id)
+        super().__init__(db.source, db.server, agent, f"{db.key}#{self.uuid}", f"{db.name}#{self.uuid}", count,
                          max(times, default=0) * 1_000_000, token=f"{last_seq}:{count}:{token_digest}", fs=db.fs)
         self.db = db
         self.conn = conn
@@ -819,13 +868,20 @@ class SessionUnit(Unit):
         return rows[0][0] if rows else None
 
     def _completions(self, after: int, upto: int) -> dict[str, dict]:
-        """toolCallId -> {seq, truncated} of the tool.completed events in (after, upto]."""
-        rows = self._query(
-            "SELECT seq, CASE WHEN json_valid(payload) THEN json_extract(payload, '$.toolCallId') END, "
-            "CASE WHEN json_valid(payload) THEN json_extract(payload, '$.truncated') END FROM events "
-            "WHERE session_id = ? AND seq > ? AND seq <= ? AND type = 'tool.completed'", (self.sid, after, upto))
-        return {call: {"seq": seq, "truncated": bool(truncated)} for seq, call, truncated in rows
-                if isinstance(call, str)}
+        """call id -> {seq, truncated} of the tool.completed events in (after, upto],
+        under every id each names (:func:`tool_ids`); an id named twice keeps its first."""
+        rows = self._query(_COMPLETIONS_SQL, (self.sid, after, upto))
+        out: dict[str, dict] = {}
+        for seq, claude_ids, call, item, truncated in rows:
+            try:
+                named = orjson.loads(claude_ids) if claude_ids else []
+            except orjson.JSONDecodeError:
+                named = []
+            ids = [*(named if isinstance(named, list) else []), call, item]
+            completion = {"seq": seq, "truncated": bool(truncated)}
+            for found in dict.fromkeys(i[:255] for i in ids if isinstance(i, str) and i):
+                out.setdefault(found, completion)
+        return out
 
     def _table(self, table: str, cols: tuple[str, ...], order: str) -> list[tuple]:
         if not self.layout.has(table, "session_id", *cols[:1]):
@@ -837,12 +893,12 @@ class SessionUnit(Unit):
         try:
             return self.conn.execute(sql, params).fetchall()
         except sqlite3.Error as exc:
-            raise SourceError(f"cannot read session {self.sid}: {exc}") from None
+            raise SourceError(f"cannot read session {self.uuid}: {exc}") from None
 
     # -- the unit ----------------------------------------------------------------------
 
     def read(self, checkpoint: Checkpoint | None):
-        sid, ctx, upto = self.sid, self.ctx, self.last_seq
+        sid, ctx, upto = self.uuid, self.ctx, self.last_seq
         state: dict = {}
         after = 0
         tail_event = None
@@ -859,7 +915,8 @@ class SessionUnit(Unit):
                     tail_event = None
         resumed = bool(state)
         runs_state: dict = dict(state.get("runs") or {})  # run id -> [digest, run.started seq, split]
-        open_calls: dict = dict(state.get("open") or {})  # toolCallId -> [seq, parent] of an open tool.started
+        # call id (each the event names) -> [seq, parent] of an open tool.started
+        open_calls: dict = dict(state.get("open") or {})
         codex_total = state.get("codex_total")
         tail = state.get("tail")
         tail_parent = state.get("tail_parent")
@@ -870,6 +927,7 @@ class SessionUnit(Unit):
         by_id = {r.id: r for r in runs if isinstance(r.id, str)}
         emit: set[str] = {rid for rid, r in by_id.items() if (runs_state.get(rid) or [None])[0] != r.digest}
         completions = self._completions(after, upto)
+        claimed: dict[int, str | None] = {}  # seq of a tool.completed paired in this read -> its call's id
 
         pending: list = []
         events_read = bytes_read = 0
@@ -887,22 +945,33 @@ class SessionUnit(Unit):
             events_read += 1
             bytes_read += len(ev.raw)
             parent = tail
-            completion = None
+            completion = closes = None
             if ev.type == "tool.started":
-                call = _text(ev.payload.get("toolCallId"), 255)
-                completion = completions.get(call) if call else None
-                if completion is None and call:
-                    open_calls[call] = [ev.seq, parent]
+                ids = tool_ids(ev.payload)
+                # the first completion named by any of its ids that no other call took
+                completion = next((c for c in (completions.get(i) for i in ids)
+                                   if c is not None and c["seq"] not in claimed), None)
+                if completion is not None:
+                    claimed[completion["seq"]] = _Tool(ev.payload, ctx.claude).call_id
+                else:
+                    for i in ids:
+                        open_calls[i] = [ev.seq, parent]
             elif ev.type == "tool.completed":
-                call = _text(ev.payload.get("toolCallId"), 255)
-                opened = open_calls.pop(call, None) if call else None
+                ids = tool_ids(ev.payload)
+                closes = claimed.get(ev.seq)
+                opened = next((open_calls[i] for i in ids if i in open_calls), None) if ev.seq not in claimed else None
+                if opened is not None:
+                    # closed once, under every id it was kept by
+                    for i in [k for k, v in open_calls.items() if v[0] == opened[0]]:
+                        del open_calls[i]
                 if opened is not None and opened[0] <= after:
                     # Started in an earlier read and kept as an open entry: now a tool call.
                     started = self._event(opened[0])
                     if started is not None:
-                        truncated = completions.get(call, {}).get("truncated", False)
+                        truncated = next((completions[i]["truncated"] for i in ids if i in completions), False)
                         pending.append(ctx.entry(started, opened[1], {"truncated": truncated}))
-            entry = ctx.entry(ev, parent, completion)
+                        closes = _Tool(started.payload, ctx.claude).call_id
+            entry = ctx.entry(ev, parent, completion, closes)
             pending.append(entry)
             last_entry = entry
             entries_read += 1
@@ -983,7 +1052,7 @@ class SessionUnit(Unit):
         out = []
         for r in self._table("interactions", cols, "created_at, id"):
             v = dict(zip(cols, r))
-            out.append({"server": self.server, "agent_id": self.agent_id, "session_uuid": self.sid,
+            out.append({"server": self.server, "agent_id": self.agent_id, "session_uuid": self.uuid,
                         "interaction_id": _text(v["id"], 64), "run_id": _text(v["run_id"], 64),
                         "kind": _text(v["kind"], 32), "status": _text(v["status"], 16),
                         "created_at": _time(v["created_at"]), "resolved_at": _time(v["resolved_at"]),
@@ -996,7 +1065,7 @@ class SessionUnit(Unit):
         out = []
         for r in self._table("files", cols, "created_at, id"):
             v = dict(zip(cols, r))
-            out.append({"server": self.server, "agent_id": self.agent_id, "session_uuid": self.sid,
+            out.append({"server": self.server, "agent_id": self.agent_id, "session_uuid": self.uuid,
                         "file_id": _text(v["id"], 64), "origin": _text(v["origin"], 16), "mime": _text(v["mime"], 128),
                         "size": _int(v["size"]), "sha256": _text(v["sha256"], 64), "created_at": _time(v["created_at"]),
                         "rel_path": _text(v["rel_path"], 1024)})
@@ -1056,7 +1125,8 @@ class ServerTables(Unit):
                     agent = SERVER_AGENT  # server-wide, or of a session no longer in the database
                 if agent is None:
                     continue  # a session not imported here (another agent's)
-                rows.append({"server": self.server, "agent_id": agent, "session_uuid": session,
+                rows.append({"server": self.server, "agent_id": agent,
+                             "session_uuid": P.visible_id(session) if session else session,
                              "audit_id": _int(v["id"]), "ts": _time(v["ts"]), "actor": _text(v["actor"], 128),
                              "kind": _text(v["kind"], 32), "summary": _text(v["summary"]),
                              "detail": _text(v["detail"])})

@@ -38,7 +38,9 @@ class Listed:
         self._fs = fs
         self.name = name
         self.path = path
-        self._kind = kind  # "file", "dir", "other", "missing" (a dangling link); None: not known yet
+        # "file", "dir", "other", "missing" (a dangling link), "outside" (a link out of the tree, not
+        # followed), "loop" (a link to a folder that holds it); None: not known yet
+        self._kind = kind
         self._size = size
         self._mtime_ns = mtime_ns
         self._entry = entry
@@ -108,7 +110,15 @@ class FileSystem:
     :data:`GROWTH`, a symlink whose target leaves the tree being discovered
     (``confine``) is not followed unless ``follow_symlinks``, and an entry whose
     name is not valid UTF-8 is not listed but noted in ``bad_names``, so that it
-    becomes one error of its own instead of failing every run."""
+    becomes one error of its own instead of failing every run.
+
+    A link to a folder that holds it (``ln -s . x``, ``ln -s .. up``: a loop)
+    is listed as ``"loop"``, neither folder nor file, whatever
+    ``follow_symlinks`` says, so no walk goes round it; folders are told apart
+    by what they are (device and inode here, the server's real path over
+    SFTP), not by the path that reached them. :meth:`identity` tells the same
+    of a file, so that discovery lists a file reached by two paths once.
+    """
 
     remote = False
     label = "local"
@@ -118,6 +128,13 @@ class FileSystem:
         self.confine: str | None = None  # the real path of the tree being discovered
         self.bad_names: list[tuple[str, str]] = []  # (parent folder, the name shown with escapes)
         self.outside: list[tuple[str, str]] = []  # (link, where it points): links not followed
+        self.loops: list[str] = []  # links to a folder that holds them: never followed
+        self._ancestors: dict[str, frozenset] = {}  # folder -> the identities of it and its parents
+
+    def start(self) -> None:
+        """A new discovery: forget what the last one listed (a tree may have changed since)."""
+        self.bad_names, self.outside, self.loops = [], [], []
+        self._ancestors = {}
 
     # -- paths -----------------------------------------------------------------
 
@@ -140,6 +157,51 @@ class FileSystem:
     def realpath(self, path: str) -> str:
         """Where a path leads (the tree a discovery stays in)."""
         return os.path.realpath(path)
+
+    # -- identity ----------------------------------------------------------------
+
+    def identity(self, path: str):
+        """What the file or folder at ``path`` is, whatever path reached it
+        (links followed): its device and inode. None when nothing is there."""
+        try:
+            st = os.stat(path)
+        except OSError:
+            return None
+        return (st.st_dev, st.st_ino)
+
+    def through_link(self, path: str) -> bool:
+        """Whether ``path`` reaches its file through a link (its real path is another)."""
+        return os.path.realpath(path) != os.path.normpath(path)
+
+    def _holders(self, folder: str) -> frozenset:
+        """The identities of ``folder`` and of every folder above it."""
+        found = self._ancestors.get(folder)
+        if found is None:
+            ids = set()
+            real = os.path.realpath(folder)
+            while True:
+                ident = self.identity(real)
+                if ident is not None:
+                    ids.add(ident)
+                parent = os.path.dirname(real)
+                if parent == real:
+                    break
+                real = parent
+            found = self._ancestors[folder] = frozenset(ids)
+        return found
+
+    def _is_loop(self, folder: str, entry: os.DirEntry) -> bool:
+        """Whether a link listed in ``folder`` leads to that folder or one above it."""
+        try:
+            st = entry.stat()
+        except OSError:
+            return False
+        if not stat_mod.S_ISDIR(st.st_mode):
+            return False
+        if (st.st_dev, st.st_ino) not in self._holders(folder):
+            return False
+        self.loops.append(entry.path)
+        return True
 
     # -- metadata ----------------------------------------------------------------
 
@@ -195,11 +257,15 @@ class FileSystem:
                 except UnicodeEncodeError:  # bytes that are not UTF-8, kept by surrogateescape
                     self.bad_names.append((path, shown(name)))
                     continue
-            if self.confine is not None and not self.follow_symlinks and e.is_symlink():
-                target = os.path.realpath(e.path)
-                if not _inside(target, self.confine):
-                    self.outside.append((e.path, target))
-                    out.append(Listed(self, name, e.path, "outside", 0, 0))
+            if e.is_symlink():
+                if self.confine is not None and not self.follow_symlinks:
+                    target = os.path.realpath(e.path)
+                    if not _inside(target, self.confine):
+                        self.outside.append((e.path, target))
+                        out.append(Listed(self, name, e.path, "outside", 0, 0))
+                        continue
+                if self._is_loop(path, e):
+                    out.append(Listed(self, name, e.path, "loop", 0, 0))
                     continue
             out.append(Listed(self, name, e.path, entry=e))
         return out

@@ -124,7 +124,7 @@ class IndexFile(Unit):
             origin = value.get("origin") if isinstance(value.get("origin"), dict) else {}
             rows.append({
                 "server": self.server, "agent_id": self.agent_id, "session_key": key[:255],
-                "session_uuid": value["sessionId"][:64],
+                "session_uuid": P.visible_id(value["sessionId"])[:64],
                 "label": P._str(value.get("label"), 255),
                 "display_name": P._str(value.get("displayName"), 255),
                 "channel": P._str(value.get("channel") or value.get("lastChannel") or origin.get("provider"), 64),

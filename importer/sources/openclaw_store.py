@@ -98,8 +98,10 @@ class StoreSession(Unit):
 
     def __init__(self, store: AgentStore, conn, layout, unit: "openclaw_db.SessionUnit", store_ns: int):
         self.generation = _generation_hash(unit.generation)
-        super().__init__(store.source, store.server, store.agent_id, f"{store.key}#{unit.session_id}",
-                         f"{store.name}#{unit.session_id}", unit.count,
+        # the session id as archived (a NUL written out); the store is queried with its own
+        self.sid = P.visible_id(unit.session_id)
+        super().__init__(store.source, store.server, store.agent_id, f"{store.key}#{self.sid}",
+                         f"{store.name}#{self.sid}", unit.count,
                          max(store_ns, max(unit.updated_ms, 0) * 1_000_000),
                          token=f"{unit.last_seq}:{unit.count}:{self.generation}", fs=store.fs)
         self.store = store
@@ -139,7 +141,7 @@ class StoreSession(Unit):
             streams.append(openclaw_db.iter_cold_events(data, unit.cold, after))
         if unit.hot:
             streams.append(openclaw_db.iter_hot_events(conn, layout, unit.session_id, after, skipped))
-        parser = P.TranscriptParser(unit.session_id, state)
+        parser = P.TranscriptParser(self.sid, state)
         pending: list = []
         for seq, raw in itertools.chain(*streams):
             events_read += 1
@@ -154,12 +156,12 @@ class StoreSession(Unit):
                 entries_read += len(result.entries)
                 pending.extend(result.entries)
                 if len(pending) >= BATCH:
-                    yield Batch(state.session_id or unit.session_id, pending)
+                    yield Batch(state.session_id or self.sid, pending)
                     pending = []
         if pending:
-            yield Batch(state.session_id or unit.session_id, pending)
+            yield Batch(state.session_id or self.sid, pending)
         if skipped:
-            log.warning("session %s: %d compressed events do not decode (seq %s)", unit.session_id,
+            log.warning("session %s: %d compressed events do not decode (seq %s)", self.sid,
                         len(skipped), ", ".join(map(str, skipped[:5])))
             bad += len(skipped)
             if last_seq is None or max(skipped) > last_seq:
@@ -169,7 +171,7 @@ class StoreSession(Unit):
             offset=last_seq if last_seq is not None else unit.last_seq, lines=state.next_line,
             head_hash=self.generation, tail_hash=tail_hash, last_entry_id=state.last_entry_id,
             legacy=state.legacy, bad_lines=bad, pending_lines=0, entries_read=entries_read,
-            session_uuid=state.session_id or unit.session_id,
+            session_uuid=state.session_id or self.sid,
         )
         return Outcome(new, parser.sessions(), bad=bad, bad_before=bad_before, bytes_read=bytes_read,
                        events_read=events_read, saw_entries=entries_read > 0)
