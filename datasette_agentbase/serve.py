@@ -97,6 +97,11 @@ def datasette_args(snapshot: Path, host: str, port: int, metadata_file: Path, te
     return args
 
 
+def forwarded_setting(proxies: list[str] | None) -> str:
+    """uvicorn's FORWARDED_ALLOW_IPS for these proxies: '' (believe no one) when there are none."""
+    return ",".join(proxies or [])
+
+
 RUN_PREFIX = "agentbase-serve-"  # + pid: the folder of one run's metadata file
 
 
@@ -119,9 +124,11 @@ def _remove_stale_runs() -> None:
 
 def serve(snapshot: Path, host: str = "127.0.0.1", port: int = 8001, metadata_path: Path | None = None,
           template_dir: Path | None = None, settings: dict | None = None, password_env: str | None = None,
-          no_sql: bool = False) -> None:
+          no_sql: bool = False, forwarded_allow_ips: list[str] | None = None) -> None:
     """Run Datasette (blocks until it stops). ``password_env``: the environment variable holding the
-    password that puts the explorer behind a login; ``no_sql``: no arbitrary SQL."""
+    password that puts the explorer behind a login; ``no_sql``: no arbitrary SQL;
+    ``forwarded_allow_ips``: the reverse proxies whose X-Forwarded-For and X-Forwarded-Proto are
+    believed (none by default)."""
     from datasette.cli import cli as datasette_cli
 
     snapshot = Path(snapshot)
@@ -137,4 +144,10 @@ def serve(snapshot: Path, host: str = "127.0.0.1", port: int = 8001, metadata_pa
         args = datasette_args(snapshot, host, port, metadata_file, template_dir or default_template_dir(),
                               {**DEFAULT_SETTINGS, **(settings or {}), **(NO_SQL_SETTINGS if no_sql else {})})
         os.environ.setdefault("PYTHONUNBUFFERED", "1")
+        # uvicorn (which Datasette starts) reads its proxies from this variable, and without it believes
+        # X-Forwarded-For from 127.0.0.1 and ::1: any local process, or a request relayed through
+        # anything on this machine, could then claim any address (and so a fresh login throttle with
+        # each guess). Only the proxies named here are believed; a value inherited from the
+        # environment is replaced, never widened.
+        os.environ["FORWARDED_ALLOW_IPS"] = forwarded_setting(forwarded_allow_ips)
         datasette_cli.main(args=args, prog_name="agentbase serve", standalone_mode=True)

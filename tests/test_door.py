@@ -1,0 +1,145 @@
+"""The door of the explorer (issue 22, section 4), against a real `agentbase serve` on a loopback port
+or Datasette's own test client:
+
+- the login throttle keys on the peer's address; X-Forwarded-For counts only from a proxy named with
+  `--forwarded-allow-ips` (none by default), and then its right-most entry that is not a named proxy;
+- every answer (HTML, JSON, static files, the login page, errors) carries Content-Security-Policy,
+  X-Frame-Options and X-Content-Type-Options; a sort on a column that cannot be sorted is a 400;
+- the snapshot's download is off unless `--setting allow_download on`; on, concurrent downloads of one
+  version share one copy instead of one each.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from test_explorer import REPO, build_snapshot
+
+PASSWORD = "door-test password 8"
+VAR = "AGENTBASE_TEST_DOOR_PASSWORD"
+
+
+@pytest.fixture(scope="module")
+def snapshot(tmp_path_factory) -> Path:
+    return build_snapshot(tmp_path_factory.mktemp("door"))
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Serve:
+    """`python -m importer serve SNAPSHOT --port P [args]` until stopped."""
+
+    def __init__(self, snapshot: Path, tmp: Path, *args: str, password: bool = True, env: dict | None = None):
+        self.port = _free_port()
+        full_env = {**os.environ, "AGENTBASE_CONFIG": str(tmp / "no-config.yml"), **(env or {})}
+        command = [sys.executable, "-m", "importer", "serve", str(snapshot), "--port", str(self.port), *args]
+        if password:
+            full_env[VAR] = PASSWORD
+            command += ["--password-env", VAR]
+        self.proc = subprocess.Popen(command, cwd=REPO, env=full_env, stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.PIPE, text=True)
+        deadline = time.time() + 60
+        while True:
+            try:
+                if self.request("GET", "/-/agentbase/agentbase.css")[0] == 200:
+                    break
+            except OSError:
+                if self.proc.poll() is not None or time.time() > deadline:
+                    self.stop()
+                    raise RuntimeError("agentbase serve did not start: " + self.proc.stderr.read()[-500:])
+                time.sleep(0.1)
+
+    def request(self, method: str, path: str, body: dict | None = None, headers: dict | None = None,
+                timeout: float = 10):
+        """(status, headers, text, seconds): one request on a new connection from 127.0.0.1."""
+        import http.client
+        from urllib.parse import urlencode
+
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+        try:
+            sent = dict(headers or {})
+            if body is not None:
+                sent["Content-Type"] = "application/x-www-form-urlencoded"
+            started = time.perf_counter()
+            conn.request(method, path, body=urlencode(body) if body is not None else None, headers=sent)
+            response = conn.getresponse()
+            text = response.read().decode("utf-8", "replace")
+            return response.status, response.headers, text, time.perf_counter() - started
+        finally:
+            conn.close()
+
+    def guess(self, forwarded_for: str | None, password: str = "a wrong password"):
+        headers = {"X-Forwarded-For": forwarded_for} if forwarded_for else {}
+        return self.request("POST", "/-/agentbase/login", {"password": password}, headers)
+
+    def stop(self):
+        self.proc.terminate()
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(10)
+
+
+@pytest.fixture
+def serve(snapshot, tmp_path):
+    started = []
+
+    def start(*args, **kw) -> Serve:
+        s = Serve(snapshot, tmp_path, *args, **kw)
+        started.append(s)
+        return s
+
+    yield start
+    for s in started:
+        s.stop()
+
+
+# -- the throttle and X-Forwarded-For ------------------------------------------------------------------
+
+def test_rotating_x_forwarded_for_does_not_reset_the_throttle_by_default(serve):
+    # (a wrong guess is answered after 1 s, when its address's wait of 1 s is over: the second guess
+    # gets a check, and waits 2 s; the third comes before that)
+    server = serve(env={"FORWARDED_ALLOW_IPS": "127.0.0.1"})  # not even uvicorn's variable widens it
+    assert [server.guess(f"203.0.113.{i}")[0] for i in (1, 2)] == [403, 403]
+    for i in range(3, 7):  # every guess claims another client: all are the peer's, 127.0.0.1
+        status, headers, text, seconds = server.guess(f"203.0.113.{i}")
+        assert status == 429 and int(headers["retry-after"]) >= 1 and seconds < 0.5, (i, status)
+    assert server.guess(None, PASSWORD)[0] == 429  # the peer itself waits too
+
+
+def test_a_named_proxy_is_followed(serve):
+    server = serve("--forwarded-allow-ips", "127.0.0.1, 10.0.0.0/8")
+    assert [server.guess("203.0.113.1")[0] for _ in range(2)] == [403, 403]
+    # that client waits, whatever it prepends: the right-most entry that is not a named proxy
+    # (10.0.0.0/8 here) is the client
+    assert server.guess("203.0.113.1")[0] == 429
+    assert server.guess("198.51.100.7, 203.0.113.1")[0] == 429
+    assert server.guess("198.51.100.7, 203.0.113.1, 10.1.2.3")[0] == 429
+    # other clients behind the proxy get checks of their own, and the right password gets in
+    assert server.guess("203.0.113.2")[0] == 403
+    assert server.guess("203.0.113.1, 203.0.113.3")[0] == 403
+    status, headers, _, _ = server.guess("203.0.113.4", PASSWORD)
+    assert status == 302 and "ds_actor=" in (headers.get("set-cookie") or "")
+
+
+@pytest.mark.parametrize("value", ["not-an-address", "127.0.0.1, bogus", "*"])
+def test_forwarded_allow_ips_is_checked(snapshot, tmp_path, value):
+    proc = subprocess.run([sys.executable, "-m", "importer", "serve", str(snapshot), "--forwarded-allow-ips",
+                           value], cwd=REPO, capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "AGENTBASE_CONFIG": str(tmp_path / "none.yml")})
+    assert proc.returncode == 2 and "--forwarded-allow-ips" in proc.stderr and "Traceback" not in proc.stderr
+    assert len(proc.stderr.strip().splitlines()[-1]) < 300
