@@ -143,3 +143,127 @@ def test_forwarded_allow_ips_is_checked(snapshot, tmp_path, value):
                           env={**os.environ, "AGENTBASE_CONFIG": str(tmp_path / "none.yml")})
     assert proc.returncode == 2 and "--forwarded-allow-ips" in proc.stderr and "Traceback" not in proc.stderr
     assert len(proc.stderr.strip().splitlines()[-1]) < 300
+
+
+# -- security headers ------------------------------------------------------------------------------------
+
+class Client:
+    """Datasette as `agentbase serve` configures it (optionally with a password), its test client."""
+
+    def __init__(self, snapshot: Path, monkeypatch=None, password: bool = False, settings: dict | None = None):
+        from datasette.app import Datasette
+        from datasette_agentbase.serve import load_metadata, with_password
+
+        metadata = load_metadata(snapshot)
+        if password:
+            monkeypatch.setenv(VAR, PASSWORD)
+            metadata = with_password(metadata, VAR)
+        self.ds = Datasette([str(snapshot)], metadata=metadata, template_dir=str(REPO / "templates"),
+                            settings={"suggest_facets": False, **(settings or {})})
+        asyncio.run(self.ds.invoke_startup())
+
+    def get(self, path: str, **kw):
+        return asyncio.run(self.ds.client.get(path, **kw))
+
+
+@pytest.fixture(scope="module")
+def client(snapshot) -> Client:
+    return Client(snapshot)
+
+
+PAGES = ["/", "/snapshot", "/snapshot/messages", "/snapshot/messages/1", "/snapshot/sessions",
+         "/snapshot/exec_commands", "/snapshot/search?q=nginx", "/snapshot?sql=select+1", "/snapshot/tool_calls",
+         "/-/agentbase/session/1", "/-/agentbase", "/-/metadata", "/-/versions", "/snapshot/no_such_table",
+         "/snapshot/messages?_sort=content_blocks%20desc"]
+DATA = ["/.json", "/snapshot/messages.json", "/snapshot/messages.csv", "/snapshot/exec_commands.json?_shape=array",
+        "/-/versions.json", "/snapshot/messages.json?_sort=nope", "/-/static/app.css", "/-/static/table.js",
+        "/-/agentbase/agentbase.css", "/-/agentbase/agentbase.js", "/-/agentbase/session/1.md",
+        "/-/agentbase/session/1.json", "/-/agentbase/login"]
+
+
+def _check_headers(r, path):
+    csp = r.headers.get("content-security-policy")
+    assert csp, path
+    directives = {d.split()[0]: d.split()[1:] for d in csp.split(";") if d.strip()}
+    assert directives["frame-ancestors"] == ["'none'"], path
+    assert "'unsafe-inline'" not in directives["script-src"] and "'unsafe-eval'" not in directives["script-src"]
+    assert r.headers["x-frame-options"] == "DENY" and r.headers["x-content-type-options"] == "nosniff", path
+    return directives
+
+
+@pytest.mark.parametrize("path", PAGES + DATA)
+def test_every_answer_has_the_security_headers(client, path):
+    r = client.get(path)
+    assert r.status_code in (200, 302, 400, 404), (path, r.status_code)
+    _check_headers(r, path)
+
+
+def _handlers(html: str) -> list:
+    """Inline event handlers (on...= attributes) and javascript: URLs of a page, as a browser parses it."""
+    from html.parser import HTMLParser
+
+    found = []
+
+    class Parser(HTMLParser):
+        def handle_starttag(self, tag, attrs):
+            for name, value in attrs:
+                if name.startswith("on") or (value or "").strip().lower().startswith("javascript:"):
+                    found.append((tag, name))
+
+    Parser().feed(html)
+    return found
+
+
+def test_every_inline_script_is_allowed_and_nothing_else_inline_runs(client):
+    # each page's inline <script> blocks are allowed by their hash; no on...= handler or javascript: URL
+    import base64
+    import hashlib
+    import re
+
+    pages = PAGES + ["/snapshot/messages?_facet=role", "/snapshot/agent_day?agent=main&day=2026-04-05",
+                     "/snapshot/sessions?_sort_desc=id", "/snapshot/messages?_search=nginx"]
+    seen = 0
+    for path in pages:
+        r = client.get(path)
+        if "text/html" not in r.headers.get("content-type", ""):
+            continue
+        allowed = _check_headers(r, path)["script-src"]
+        for attrs, body in re.findall(r"<script([^>]*)>(.*?)</script>", r.text, re.S):
+            if "src=" in attrs:
+                continue
+            seen += 1
+            digest = "'sha256-" + base64.b64encode(hashlib.sha256(body.encode()).digest()).decode() + "'"
+            assert digest in allowed, (path, body[:80])
+        handlers = _handlers(r.text)
+        assert not handlers, (path, handlers[:3])
+    assert seen >= len(pages)  # (every page closes its menus with an inline script: they were checked)
+
+
+def test_the_login_page_and_the_export_have_the_headers(snapshot, monkeypatch):
+    locked = Client(snapshot, monkeypatch, password=True)
+    for path in ("/-/agentbase/login", "/snapshot", "/snapshot.json", "/-/static/app.css"):
+        r = locked.get(path)
+        assert r.status_code in (200, 302, 403), path
+        _check_headers(r, path)
+    open_site = Client(snapshot)
+    r = open_site.get("/-/agentbase/session/1.html")
+    assert r.status_code == 200 and "attachment" in r.headers["content-disposition"]
+    directives = _check_headers(r, "export")
+    assert directives["default-src"] == ["'none'"]  # the export's own policy, not the explorer's
+    assert directives["script-src"][0] in r.text and directives["style-src"][0] in r.text  # (its <meta>'s)
+
+
+# -- sorting -----------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("query, said", [
+    ("_sort=content_blocks%20desc", "_sort_desc=content_blocks"),
+    ("_sort=no_such_column", "no sortable column"),
+    ("_sort_desc=no_such_column", "no sortable column"),
+    ("_sort=id&_sort_desc=id", "not both"),
+])
+def test_a_sort_that_cannot_be_done_is_a_clear_400(client, query, said):
+    html = client.get(f"/snapshot/messages?{query}")
+    assert html.status_code == 400 and said in html.text and "text/html" in html.headers["content-type"]
+    data = client.get(f"/snapshot/messages.json?{query}")
+    assert data.status_code == 400 and said in data.json()["error"] and data.json()["status"] == 400
+    assert client.get("/snapshot/messages.json?_sort_desc=content_blocks&_size=1").status_code == 200
