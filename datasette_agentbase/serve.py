@@ -30,7 +30,9 @@ METADATA_KEY = "snapshot"
 # Datasette settings `agentbase serve` starts with (--setting overrides them). Facet suggestions try
 # every column of the table on each page view: seconds on a million messages, so they are off; the
 # facets of metadata.yml (and ?_facet=) still work.
-DEFAULT_SETTINGS = {"suggest_facets": "off"}
+# The download of the whole snapshot (/snapshot.db: every transcript, one click) is off unless asked for
+# (--setting allow_download on); on, downloads running at once share one copy (live.py).
+DEFAULT_SETTINGS = {"suggest_facets": "off", "allow_download": "off"}
 # --no-sql: no SQL of the visitor's own (the execute-sql permission: ?sql=, _where=, the SQL editor), and no
 # download of the whole file to query elsewhere; the canned queries, tables and rows stay.
 NO_SQL_SETTINGS = {"default_allow_sql": "off", "allow_download": "off"}

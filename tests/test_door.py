@@ -267,3 +267,89 @@ def test_a_sort_that_cannot_be_done_is_a_clear_400(client, query, said):
     data = client.get(f"/snapshot/messages.json?{query}")
     assert data.status_code == 400 and said in data.json()["error"] and data.json()["status"] == 400
     assert client.get("/snapshot/messages.json?_sort_desc=content_blocks&_size=1").status_code == 200
+
+
+# -- the download ------------------------------------------------------------------------------------------
+
+def _download_fds(pid: int) -> set[int]:
+    """The inodes of the download copies the server process has open."""
+    found = set()
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+            if ".download-" in target:
+                found.add(os.stat(f"/proc/{pid}/fd/{fd}").st_ino)
+        except OSError:
+            pass
+    return found
+
+
+def test_the_download_is_off_unless_asked(serve, snapshot):
+    server = serve(password=False)
+    status, _, text, _ = server.request("GET", "/snapshot.db")
+    assert status == 403 and "forbidden" in text.lower()
+    assert "Download" not in server.request("GET", "/snapshot")[2]  # (the database page offers none)
+    assert serve("--no-sql", "--setting", "allow_download", "on", password=False).request(
+        "GET", "/snapshot.db")[0] == 403  # --no-sql keeps it off
+
+
+def test_slow_concurrent_downloads_share_one_copy(serve, tmp_path):
+    import sqlite3
+
+    snap = build_snapshot(tmp_path / "big")
+    conn = sqlite3.connect(snap)  # a file larger than what sockets buffer: the clients below hold it
+    conn.execute("CREATE TABLE padding (b BLOB)")
+    conn.executemany("INSERT INTO padding VALUES (randomblob(1048576))", [()] * 24)
+    conn.commit()
+    conn.close()
+    server = Serve(snap, tmp_path, "--setting", "allow_download", "on", password=False)
+    clients = []
+    try:
+        for _ in range(5):
+            s = socket.socket()
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 16)
+            s.settimeout(30)
+            s.connect(("127.0.0.1", server.port))
+            s.sendall(b"GET /snapshot.db HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            head = b""
+            while b"\r\n\r\n" not in head:
+                head += s.recv(100)
+            clients.append([s, head])
+            time.sleep(0.2)
+        time.sleep(1.0)  # every client has read a few bytes and pauses
+        copies = _download_fds(server.proc.pid)
+        left_on_disk = list(snap.parent.glob(".snapshot.db.download-*"))
+        assert len(copies) == 1 and not left_on_disk, (len(copies), left_on_disk)
+        bodies = []
+        for s, head in clients:
+            header, _, body = head.partition(b"\r\n\r\n")
+            assert header.startswith(b"HTTP/1.1 200"), header[:100]
+            length = int(re_header(header, b"content-length"))
+            while len(body) < length:
+                chunk = s.recv(1 << 20)
+                assert chunk
+                body += chunk
+            bodies.append(body)
+        assert len(set(bodies)) == 1 and len(bodies[0]) > 24 << 20
+        (tmp_path / "got.db").write_bytes(bodies[0])
+        got = sqlite3.connect(tmp_path / "got.db")
+        assert got.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        assert got.execute("SELECT COUNT(*) FROM padding").fetchone()[0] == 24
+        assert got.execute("SELECT COUNT(*) FROM messages").fetchone()[0] > 0
+        got.close()
+        deadline = time.time() + 10
+        while _download_fds(server.proc.pid) and time.time() < deadline:
+            time.sleep(0.1)
+        assert not _download_fds(server.proc.pid)  # the last reader closed it
+    finally:
+        for s, _ in clients:
+            s.close()
+        server.stop()
+
+
+def re_header(head: bytes, name: bytes) -> bytes:
+    for line in head.split(b"\r\n")[1:]:
+        key, _, value = line.partition(b":")
+        if key.strip().lower() == name:
+            return value.strip()
+    raise KeyError(name)
