@@ -249,7 +249,9 @@ def stats(db, as_json, by):
     finally:
         store.close()
     if as_json:
-        click.echo(orjson.dumps(totals).decode())
+        from .terminal import json_text  # (C1 controls escaped too: terminal.py)
+
+        click.echo(json_text(orjson.dumps(totals).decode()))
     else:
         click.echo(stats_mod.format_table(totals, by))
 
@@ -283,7 +285,9 @@ def report(kind, db, since, until, agent, server, source, breakdown, as_json, zo
         store.close()
     price_date = current().date
     if as_json:
-        click.echo(orjson.dumps(report_json(kind, rows, zone_name, price_date, breakdown)).decode())
+        from .terminal import json_text  # (C1 controls escaped too: terminal.py)
+
+        click.echo(json_text(orjson.dumps(report_json(kind, rows, zone_name, price_date, breakdown)).decode()))
     else:
         click.echo(format_table(kind, rows, zone_name, price_date, breakdown))
 
