@@ -353,3 +353,57 @@ def re_header(head: bytes, name: bytes) -> bytes:
         if key.strip().lower() == name:
             return value.strip()
     raise KeyError(name)
+
+
+# -- the policy in a real browser --------------------------------------------------------------------------
+
+def test_pages_run_under_the_policy_in_a_browser(snapshot):
+    """Headless Chromium on `agentbase serve`: no page logs a Content-Security-Policy violation, and
+    the scripts that the policy allows ran (the SQL editor, the table's column menus, the
+    conversation view's, the menus' closer)."""
+    import shutil
+    import tempfile
+
+    from test_explorer_browser import CHROMEDRIVER, CHROMIUM, FLAGS, _missing, serving
+
+    if not (os.path.exists(CHROMIUM) and os.path.exists(CHROMEDRIVER)):
+        _missing(f"Chromium not installed ({CHROMIUM}, {CHROMEDRIVER})")
+    try:
+        from selenium import webdriver
+        from selenium.webdriver.chrome.service import Service
+    except ImportError:
+        _missing("selenium is not installed: pip install -e '.[test]'")
+    os.environ.setdefault("SE_OFFLINE", "true")
+    profile = tempfile.mkdtemp(prefix="agentbase-chromium-")
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in FLAGS + [f"--user-data-dir={profile}"]:
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    driver.set_page_load_timeout(60)
+    checks = {
+        "/": "return !!document.querySelector('form')",
+        "/-/agentbase/session/1": "return document.documentElement.outerHTML.length > 1000",
+        "/-/agentbase": "return !!document.querySelector('svg, table')",
+        "/snapshot": "return !!document.querySelector('.CodeMirror')",  # _codemirror_foot.html's inline script
+        "/snapshot?sql=select+1": "return !!document.querySelector('.CodeMirror')",
+        "/snapshot/messages": "return typeof DATASETTE_ALLOW_FACET !== 'undefined'"
+                              " && !!document.querySelector('th .dropdown-menu-icon')",  # table.js
+        "/snapshot/messages/1": "return true",
+        "/snapshot/exec_commands": "return true",
+        "/snapshot/messages?_sort=content_blocks%20desc": "return document.body.innerText.includes('_sort_desc=content_blocks')",
+    }
+    try:
+        with serving(snapshot) as base:
+            for path, script in checks.items():
+                driver.get(base + path)
+                time.sleep(0.3)
+                assert driver.execute_script(script), path
+                logs = driver.get_log("browser")
+                violations = [e["message"] for e in logs if "Content Security Policy" in e["message"]
+                              or "Refused to" in e["message"]]
+                assert not violations, (path, violations[:3])
+    finally:
+        driver.quit()
+        shutil.rmtree(profile, ignore_errors=True)
