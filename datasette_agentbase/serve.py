@@ -11,7 +11,10 @@ holding the password; the metadata gets the plugin setting
 ``{"password": {"$env": NAME}}`` (the name only: Datasette reads the value
 from the environment), so every page is behind ``/-/agentbase/login``.
 ``no_sql`` turns off arbitrary SQL and the database download (canned queries
-stay).
+stay). The download is off anyway unless ``--setting allow_download on``
+(DEFAULT_SETTINGS). ``forwarded_allow_ips``: the reverse proxies whose
+X-Forwarded-For is believed (uvicorn's FORWARDED_ALLOW_IPS, replaced: none by
+default).
 """
 
 from __future__ import annotations
