@@ -533,8 +533,8 @@ def _proxy_addresses(value: str) -> list[str]:
             found.append(str(ipaddress.ip_network(item, strict=False)) if "/" in item
                          else str(ipaddress.ip_address(item)))
         except ValueError:
-            shown = item if len(item) <= 60 and item.isprintable() else "an entry"
-            raise click.BadParameter(f"{shown!r} is not an IP address or network (name each proxy by its "
+            shown = repr(item) if len(item) <= 60 and item.isprintable() else "an entry"
+            raise click.BadParameter(f"{shown} is not an IP address or network (name each proxy by its "
                                      "address; '*' is not allowed: it would believe any client)",
                                      param_hint="'--forwarded-allow-ips'") from None
     return found
