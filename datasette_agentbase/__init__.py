@@ -37,6 +37,9 @@ in Datasette 1.0, with the same arguments):
   for query.html) and table pages with internal columns hidden (table.html);
   the ``calendar`` facet (``register_facet_classes``); a 400 for a canned
   query's JSON or CSV with a malformed day (``asgi_wrapper``).
+- Security headers on every answer (Content-Security-Policy, X-Frame-Options,
+  nosniff: headers.py, in the same ``asgi_wrapper``), and ``handle_exception``:
+  a sort on a column that cannot be sorted is a 400 with a clear message.
 """
 
 from __future__ import annotations
@@ -56,7 +59,7 @@ from markupsafe import Markup
 from importer import shape
 from importer.search import fts_query
 
-from . import access, browser, conversation, dashboard, explorer, live, render, session_export
+from . import access, browser, conversation, dashboard, explorer, headers, live, render, session_export
 from .snippets import snippet
 
 HERE = Path(__file__).resolve().parent
@@ -336,11 +339,13 @@ async def session_view(datasette, request):
     return Response.html(html)
 
 
-def _download(body, content_type: str, name: str, attachment: bool = True) -> Response:
-    headers = {"X-Content-Type-Options": "nosniff", "Cache-Control": "private, max-age=60"}
+def _download(body, content_type: str, name: str, attachment: bool = True, csp: str | None = None) -> Response:
+    sent = {"X-Content-Type-Options": "nosniff", "Cache-Control": "private, max-age=60"}
     if attachment:
-        headers["Content-Disposition"] = f'attachment; filename="{name}"'
-    return Response(body, content_type=content_type, headers=headers)
+        sent["Content-Disposition"] = f'attachment; filename="{name}"'
+    if csp:
+        sent["Content-Security-Policy"] = csp  # its own, in place of the explorer's (headers.py)
+    return Response(body, content_type=content_type, headers=sent)
 
 
 async def session_export_view(datasette, request):
@@ -375,7 +380,10 @@ async def session_export_view(datasette, request):
         "exported_at": datetime.now().astimezone().strftime("%Y-%m-%d %H:%M:%S %z"),
     })
     html = await datasette.render_template("agentbase_session_export.html", context, request=request)
-    return _download(html, "text/html; charset=utf-8", name)
+    # the page's own policy (its <meta>), and no framing (which a <meta> policy cannot forbid)
+    csp = (f"default-src 'none'; img-src data:; style-src '{context['style_hash']}'; "
+           f"script-src '{context['script_hash']}'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
+    return _download(html, "text/html; charset=utf-8", name, csp=csp)
 
 
 _DASHBOARD_PAGES = 64  # pages (figures and charts) kept; each some hundred KB at most
@@ -674,4 +682,15 @@ def asgi_wrapper(datasette):
         names = set((datasette.metadata("queries", database=database) or {}))
         return names | set(source_queries())
 
-    return explorer.param_errors_wrapper(datasette, lambda name: bool(_snapshots(datasette).get(name)), query_names)
+    params = explorer.param_errors_wrapper(datasette, lambda name: bool(_snapshots(datasette).get(name)),
+                                           query_names)
+    # the security headers outermost: on every answer, the replaced ones too (headers.py)
+    return lambda app: headers.wrap(datasette, params(app))
+
+
+@hookimpl(tryfirst=True)
+def handle_exception(datasette, request, exception):
+    # a sort Datasette cannot do is the visitor's mistake (400), not a server error; Datasette's own
+    # handler (which runs next) then draws the page or the JSON with the new status and message
+    headers.sort_error(request, exception)
+    return None

@@ -24,10 +24,13 @@ is never printed, logged, put in a URL or written to disk.
 - ``/-/logout`` (this plugin's route in place of Datasette's, which only clears
   the cookie; the menu's "Log out" posts to it) closes the session, so a copy of
   the cookie taken before is refused afterwards.
-- Failed logins are throttled per client address (``request.scope["client"]``;
-  an IPv6 address by its /64; behind a proxy, the proxy's address, unless
-  uvicorn takes the client's from X-Forwarded-For, which it does on connections
-  from its FORWARDED_ALLOW_IPS, 127.0.0.1 and ::1): a wrong password is answered
+- Failed logins are throttled per client address (``request.scope["client"]``,
+  the connection's peer; an IPv6 address by its /64). X-Forwarded-For counts
+  only on connections from a proxy named with ``agentbase serve
+  --forwarded-allow-ips`` (uvicorn then puts the right-most entry that is not a
+  named proxy in the scope); by default no one is believed, not even 127.0.0.1
+  (a plain ``datasette serve`` keeps uvicorn's default, which believes 127.0.0.1
+  and ::1: put it behind nothing local, or use ``agentbase serve``). A wrong password is answered
   after ``FAILED_LOGIN_DELAY``, and that address's next check waits 1, 2, 4 ...
   up to ``MAX_FAILED_DELAY`` seconds after each wrong one in a row (one check
   at a time per address; meanwhile its logins get a 429 without a check).

@@ -17,6 +17,7 @@ import asyncio
 import json
 import os
 import sqlite3
+import tempfile
 import threading
 
 from datasette.database import Database
@@ -119,32 +120,112 @@ def take_over(datasette) -> list[str]:
     return names
 
 
-class _Stream:
-    """An open file sent as a download (it has no name on disk any more: nothing to clean up)."""
+class _Copy:
+    """One consistent copy of a snapshot version, shared by the downloads that run at the same
+    time: an open file with no name on disk (nothing to clean up), closed with its last reader."""
 
-    def __init__(self, f, filename: str, size: int):
-        self.f, self.filename, self.size = f, filename, size
+    def __init__(self, key, made: asyncio.Future):
+        self.key = key
+        self.made = made  # -> (fd, size), in a thread
+        self.readers = 0
+        self.fd: int | None = None
+        self.size = 0
+
+    async def wait(self) -> None:
+        self.fd, self.size = await asyncio.shield(self.made)
+
+
+def _copies(datasette) -> dict:
+    found = getattr(datasette, "_agentbase_downloads", None)
+    if found is None:
+        found = datasette._agentbase_downloads = {}
+    return found
+
+
+def _failed(made: asyncio.Future) -> bool:
+    return made.done() and (made.cancelled() or made.exception() is not None)
+
+
+def _close_made(made: asyncio.Future) -> None:
+    if not _failed(made):
+        os.close(made.result()[0])
+
+
+def _release(datasette, copy: _Copy) -> None:
+    copy.readers -= 1
+    if copy.readers > 0:
+        return
+    copies = _copies(datasette)
+    if copies.get(copy.key) is copy:
+        del copies[copy.key]
+    copy.made.add_done_callback(_close_made)  # now, or when a copy no one waits for any more is made
+
+
+class _Stream:
+    """A shared copy sent as a download, read at this answer's own offset (``os.pread``): a slow
+    client holds its place in the copy, never a copy of its own."""
+
+    def __init__(self, datasette, copy: _Copy, filename: str):
+        self.datasette, self.copy, self.filename = datasette, copy, filename
 
     async def asgi_send(self, send):
         from datasette.utils.asgi import asgi_start
 
-        headers = {"content-disposition": f'attachment; filename="{self.filename}"', "content-length": str(self.size)}
-        await asgi_start(send, 200, headers, "application/octet-stream")
+        headers = {"content-disposition": f'attachment; filename="{self.filename}"',
+                   "content-length": str(self.copy.size)}
         loop = asyncio.get_event_loop()
         try:
+            await asgi_start(send, 200, headers, "application/octet-stream")
+            offset = 0
             while True:
-                chunk = await loop.run_in_executor(None, self.f.read, 1 << 20)
+                chunk = await loop.run_in_executor(None, os.pread, self.copy.fd, 1 << 20, offset)
+                offset += len(chunk)
                 await send({"type": "http.response.body", "body": chunk, "more_body": bool(chunk)})
                 if not chunk:
                     break
         finally:
-            self.f.close()
+            _release(self.datasette, self.copy)
+
+
+def _make_copy(path: str) -> tuple[int, int]:
+    """A consistent copy of the snapshot at ``path`` (SQLite's backup API: an update landing
+    meanwhile is in it whole or not at all) beside it, opened and unlinked: (fd, size)."""
+    from importer.store import private_file
+
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, copy = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.download-", dir=folder)
+    os.close(fd)
+    try:
+        private_file(copy)
+        src = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        dst = sqlite3.connect(copy)
+        try:
+            src.backup(dst)
+            dst.execute("PRAGMA journal_mode = DELETE")  # one file, for whoever opens it next
+        finally:
+            dst.close()
+            src.close()
+        fd = os.open(copy, os.O_RDONLY)
+    finally:
+        os.unlink(copy)
+    return fd, os.fstat(fd).st_size
+
+
+def _current(path: str) -> tuple:
+    """What a download of ``path`` would copy now: the file the name points at, and its version."""
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        return (_file(path), version(conn))
+    finally:
+        conn.close()
 
 
 async def download_view(datasette, request):
-    """``/<db>.db``: the whole snapshot, as one consistent copy (SQLite's backup API from a read
-    transaction: an update landing meanwhile is in it whole or not at all). Datasette itself
-    refuses to send a file that may change while it is sent."""
+    """``/<db>.db``: the whole snapshot, as one consistent copy, when the ``allow_download`` setting
+    is on (`agentbase serve` has it off unless ``--setting allow_download on``). Downloads running at
+    the same time of the same version (the same build and update) share one copy, made once: twenty
+    slow clients hold one copy of the file, not twenty. Datasette itself refuses to send a file that
+    may change while it is sent."""
     from datasette.utils.asgi import AsgiFileDownload, Forbidden, NotFound
 
     name = request.url_vars["database"]
@@ -160,29 +241,16 @@ async def download_view(datasette, request):
         if db.is_mutable:
             raise Forbidden("Database download is forbidden")
         return AsgiFileDownload(db.path, filename=os.path.basename(db.path))
-    folder = os.path.dirname(os.path.abspath(db.path))
-    copy = os.path.join(folder, f".{os.path.basename(db.path)}.download-{os.getpid()}-{threading.get_ident()}")
-
-    def make():
-        from importer.store import private_file
-
-        private_file(copy)
-        src = sqlite3.connect(f"file:{db.path}?mode=ro", uri=True)
-        dst = sqlite3.connect(copy)
-        try:
-            src.backup(dst)
-            dst.execute("PRAGMA journal_mode = DELETE")  # one file, for whoever opens it next
-        finally:
-            dst.close()
-            src.close()
-        f = open(copy, "rb")
-        os.unlink(copy)
-        return f, os.fstat(f.fileno()).st_size
-
+    loop = asyncio.get_event_loop()
+    key = (db.path, await loop.run_in_executor(None, _current, db.path))
+    copies = _copies(datasette)
+    copy = copies.get(key)
+    if copy is None or _failed(copy.made):
+        copy = copies[key] = _Copy(key, loop.run_in_executor(None, _make_copy, db.path))
+    copy.readers += 1
     try:
-        f, size = await asyncio.get_event_loop().run_in_executor(None, make)
+        await copy.wait()
     except BaseException:
-        if os.path.exists(copy):
-            os.unlink(copy)
+        _release(datasette, copy)
         raise
-    return _Stream(f, os.path.basename(db.path), size)
+    return _Stream(datasette, copy, os.path.basename(db.path))

@@ -11,7 +11,10 @@ holding the password; the metadata gets the plugin setting
 ``{"password": {"$env": NAME}}`` (the name only: Datasette reads the value
 from the environment), so every page is behind ``/-/agentbase/login``.
 ``no_sql`` turns off arbitrary SQL and the database download (canned queries
-stay).
+stay). The download is off anyway unless ``--setting allow_download on``
+(DEFAULT_SETTINGS). ``forwarded_allow_ips``: the reverse proxies whose
+X-Forwarded-For is believed (uvicorn's FORWARDED_ALLOW_IPS, replaced: none by
+default).
 """
 
 from __future__ import annotations
@@ -30,7 +33,9 @@ METADATA_KEY = "snapshot"
 # Datasette settings `agentbase serve` starts with (--setting overrides them). Facet suggestions try
 # every column of the table on each page view: seconds on a million messages, so they are off; the
 # facets of metadata.yml (and ?_facet=) still work.
-DEFAULT_SETTINGS = {"suggest_facets": "off"}
+# The download of the whole snapshot (/snapshot.db: every transcript, one click) is off unless asked for
+# (--setting allow_download on); on, downloads running at once share one copy (live.py).
+DEFAULT_SETTINGS = {"suggest_facets": "off", "allow_download": "off"}
 # --no-sql: no SQL of the visitor's own (the execute-sql permission: ?sql=, _where=, the SQL editor), and no
 # download of the whole file to query elsewhere; the canned queries, tables and rows stay.
 NO_SQL_SETTINGS = {"default_allow_sql": "off", "allow_download": "off"}
@@ -97,6 +102,11 @@ def datasette_args(snapshot: Path, host: str, port: int, metadata_file: Path, te
     return args
 
 
+def forwarded_setting(proxies: list[str] | None) -> str:
+    """uvicorn's FORWARDED_ALLOW_IPS for these proxies: '' (believe no one) when there are none."""
+    return ",".join(proxies or [])
+
+
 RUN_PREFIX = "agentbase-serve-"  # + pid: the folder of one run's metadata file
 
 
@@ -119,9 +129,11 @@ def _remove_stale_runs() -> None:
 
 def serve(snapshot: Path, host: str = "127.0.0.1", port: int = 8001, metadata_path: Path | None = None,
           template_dir: Path | None = None, settings: dict | None = None, password_env: str | None = None,
-          no_sql: bool = False) -> None:
+          no_sql: bool = False, forwarded_allow_ips: list[str] | None = None) -> None:
     """Run Datasette (blocks until it stops). ``password_env``: the environment variable holding the
-    password that puts the explorer behind a login; ``no_sql``: no arbitrary SQL."""
+    password that puts the explorer behind a login; ``no_sql``: no arbitrary SQL;
+    ``forwarded_allow_ips``: the reverse proxies whose X-Forwarded-For and X-Forwarded-Proto are
+    believed (none by default)."""
     from datasette.cli import cli as datasette_cli
 
     snapshot = Path(snapshot)
@@ -137,4 +149,10 @@ def serve(snapshot: Path, host: str = "127.0.0.1", port: int = 8001, metadata_pa
         args = datasette_args(snapshot, host, port, metadata_file, template_dir or default_template_dir(),
                               {**DEFAULT_SETTINGS, **(settings or {}), **(NO_SQL_SETTINGS if no_sql else {})})
         os.environ.setdefault("PYTHONUNBUFFERED", "1")
+        # uvicorn (which Datasette starts) reads its proxies from this variable, and without it believes
+        # X-Forwarded-For from 127.0.0.1 and ::1: any local process, or a request relayed through
+        # anything on this machine, could then claim any address (and so a fresh login throttle with
+        # each guess). Only the proxies named here are believed; a value inherited from the
+        # environment is replaced, never widened.
+        os.environ["FORWARDED_ALLOW_IPS"] = forwarded_setting(forwarded_allow_ips)
         datasette_cli.main(args=args, prog_name="agentbase serve", standalone_mode=True)

@@ -270,7 +270,9 @@ def stats(db, as_json, by):
     finally:
         store.close()
     if as_json:
-        click.echo(orjson.dumps(totals).decode())
+        from .terminal import json_text  # (C1 controls escaped too: terminal.py)
+
+        click.echo(json_text(orjson.dumps(totals).decode()))
     else:
         click.echo(stats_mod.format_table(totals, by))
 
@@ -304,7 +306,9 @@ def report(kind, db, since, until, agent, server, source, breakdown, as_json, zo
         store.close()
     price_date = current().date
     if as_json:
-        click.echo(orjson.dumps(report_json(kind, rows, zone_name, price_date, breakdown)).decode())
+        from .terminal import json_text  # (C1 controls escaped too: terminal.py)
+
+        click.echo(json_text(orjson.dumps(report_json(kind, rows, zone_name, price_date, breakdown)).decode()))
     else:
         click.echo(format_table(kind, rows, zone_name, price_date, breakdown))
 
@@ -503,7 +507,13 @@ def watch(paths, config_file, db, output, interval, quiet):
 @click.option("--config", "config_file", type=click.Path(dir_okay=False),
               help="Read the serve: section (password_env, sql) of this config file "
               "(default: $AGENTBASE_CONFIG or ~/.config/agentbase/config.yml if it exists).")
-def serve(snapshot, host, port, metadata_path, template_dir, settings, password_env, no_sql, config_file):
+@click.option("--forwarded-allow-ips", "forwarded_allow_ips", metavar="ADDRESSES", default="",
+              callback=lambda ctx, param, value: _proxy_addresses(value),
+              help="Comma-separated addresses (or networks, 10.0.0.0/8) of the reverse proxies in front: "
+              "only connections from them have X-Forwarded-For/-Proto believed (the client's address, for "
+              "the login throttle and the log; https). Default: none, not even 127.0.0.1.")
+def serve(snapshot, host, port, metadata_path, template_dir, settings, password_env, no_sql, config_file,
+          forwarded_allow_ips):
     """Explore SNAPSHOT (default: snapshot.db beside the embedded store) with
     Datasette: live (each export's update shows on the next page, whole), with
     its metadata, templates and the AgentBase plugin (session browser,
@@ -533,7 +543,27 @@ def serve(snapshot, host, port, metadata_path, template_dir, settings, password_
 
     run_serve(path, host=host, port=port, metadata_path=Path(metadata_path) if metadata_path else None,
               template_dir=Path(template_dir) if template_dir else None, settings=dict(settings),
-              password_env=password_env, no_sql=no_sql)
+              password_env=password_env, no_sql=no_sql, forwarded_allow_ips=forwarded_allow_ips)
+
+
+def _proxy_addresses(value: str) -> list[str]:
+    """``--forwarded-allow-ips``: each entry an IP address or network, normalized; none for ''."""
+    import ipaddress
+
+    found = []
+    for item in (value or "").split(","):
+        item = item.strip()
+        if not item:
+            continue
+        try:
+            found.append(str(ipaddress.ip_network(item, strict=False)) if "/" in item
+                         else str(ipaddress.ip_address(item)))
+        except ValueError:
+            shown = repr(item) if len(item) <= 60 and item.isprintable() else "an entry"
+            raise click.BadParameter(f"{shown} is not an IP address or network (name each proxy by its "
+                                     "address; '*' is not allowed: it would believe any client)",
+                                     param_hint="'--forwarded-allow-ips'") from None
+    return found
 
 
 def _check_password_env(name: str) -> None:

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone as dt_timezone
 
 from .store import Store, StoreError
+from .terminal import clean
 
 KEYS = ("input", "output", "cacheRead", "cacheWrite", "totalTokens")
 COLUMNS = {"input": "input_tokens", "output": "output_tokens", "cacheRead": "cache_read_tokens",
@@ -249,15 +250,15 @@ def format_table(kind: str, rows: list[Row], zone_name: str, price_date: str | N
             cells.insert(1, models)
         return cells
 
-    for row in rows:
-        name = row.key
+    for row in rows:  # (titles, keys and models are transcript text: terminal.clean)
+        name = clean(row.key)
         if kind == "session":
-            title = str(row.info.get("title") or row.key)
+            title = clean(row.info.get("title") or row.key)
             name = f"{row.info.get('last_day', '')} {title}"
-        lines.append(line(name, row.figures, ", ".join(sorted(row.models))))
+        lines.append(line(name, row.figures, ", ".join(sorted(clean(m) for m in row.models))))
         if breakdown:
             for model, f in sorted(row.models.items()):
-                lines.append(line("  └", f, model) if wide else line(f"  └ {model}", f))
+                lines.append(line("  └", f, clean(model)) if wide else line(f"  └ {clean(model)}", f))
     total = totals(rows)
     lines.append(line("Total", total, ""))
     widths = [len(h) for h in head]

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from .sources import all_sources
 from .store import Store
+from .terminal import clean
 
 GROUPS = {
     None: ([], []),
@@ -157,7 +158,7 @@ def format_table(totals: dict | list[dict], by: str | None) -> str:
     for t in rows:
         roles = t["messages_by_role"]
         u = t["usage"]
-        line = [str(t.get(n)) for n in names] + [
+        line = [clean(t.get(n)) for n in names] + [  # server, agent, source: transcript text
             str(t["sessions"]), str(t["messages"]), str(roles.get("user", 0)), str(roles.get("assistant", 0)),
             str(roles.get("toolResult", 0)), str(t["tool_calls"]), str(t["shell_calls"]), str(t["model_calls"]),
             str(t["messages_with_thinking"]), str(u["input"]), str(u["output"]), str(u["cacheRead"]),

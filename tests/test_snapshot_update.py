@@ -303,7 +303,9 @@ def test_a_reader_in_a_loop_never_sees_half_an_update(archive):
 
 def _serve(snapshot: Path):
     port = CV_port()
-    proc = subprocess.Popen([sys.executable, "-m", "importer", "serve", str(snapshot), "--port", str(port)],
+    # (the download, off unless asked, is part of what is checked)
+    proc = subprocess.Popen([sys.executable, "-m", "importer", "serve", str(snapshot), "--port", str(port),
+                             "--setting", "allow_download", "on"],
                             cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     base = f"http://127.0.0.1:{port}"
     deadline = time.time() + 60
