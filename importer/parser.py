@@ -34,7 +34,6 @@ SYNTHETIC_PROVIDERS = {"openclaw", "clawdbot", "moltbot"}
 SYNTHETIC_MODELS = {"gateway-injected", "delivery-mirror"}
 MISSING_RESULT_RE = re.compile(r"^\[(?:openclaw|clawdbot|moltbot)\] missing tool result")
 HTML_TAG_RE = re.compile(r"<[^<>]*>")
-SHELL_TOOLS = {"exec", "bash", "process"}
 
 # ---------------------------------------------------------------------------
 # File names
@@ -210,6 +209,8 @@ class Entry:
     row: dict | None = None
     calls: list | None = None
     _hash: str | None = None
+    # The tool names that run a shell in this entry's kind (its Source.shell_tools), given by the parser.
+    shell_tools: frozenset = frozenset()
 
     @property
     def raw_hash(self) -> str:
@@ -224,7 +225,7 @@ class Entry:
         if self.row is None:
             if self.type == "message":
                 self.row = message_row(self)
-                self.calls = tool_call_rows(self, self.row)
+                self.calls = tool_call_rows(self, self.row, self.shell_tools)
             else:
                 self.row = entry_row(self)
             self.raw_hash
@@ -263,6 +264,10 @@ class TranscriptParser:
     unterminated tail is looked at: returned as an entry if it is already a
     complete JSON object (not consumed, so it is re-read when it grows), else
     counted as pending.
+
+    ``shell_tools``: the tool names that run a shell in the kind read (its
+    ``Source.shell_tools``): their calls get a ``command``. The parser keeps
+    no list of its own.
     """
 
     # Entry types that tell a transcript from any other JSON-lines file.
@@ -271,9 +276,10 @@ class TranscriptParser:
         "custom", "custom_message", "label", "session_info", "reset",
     })
 
-    def __init__(self, file_name: str, state: ParseState | None = None):
+    def __init__(self, file_name: str, state: ParseState | None = None, shell_tools: frozenset = frozenset()):
         self.file_name = file_name
         self.state = state or ParseState()
+        self.shell_tools = frozenset(shell_tools)
 
     def sessions(self) -> dict:
         """The session-level values the file's header gives (none without one)."""
@@ -351,7 +357,8 @@ class TranscriptParser:
         else:
             parent = None
         result.entries.append(
-            Entry(entry_id, parent, etype[:64] if isinstance(etype, str) else None, index, obj, raw)
+            Entry(entry_id, parent, etype[:64] if isinstance(etype, str) else None, index, obj, raw,
+                  shell_tools=self.shell_tools)
         )
         state.last_entry_id = entry_id
         return True
@@ -599,8 +606,9 @@ def _without_content(obj: dict, message: dict) -> dict:
     return slim
 
 
-def tool_call_rows(entry: Entry, row: dict) -> list[dict]:
-    """One row per toolCall block of a message."""
+def tool_call_rows(entry: Entry, row: dict, shell_tools: frozenset) -> list[dict]:
+    """One row per toolCall block of a message; a call of one of ``shell_tools``
+    (the kind's) gets its ``command`` (a string ``arguments.command``), no other call does."""
     message = entry.obj.get("message")
     if not isinstance(message, dict):
         return []
@@ -611,7 +619,7 @@ def tool_call_rows(entry: Entry, row: dict) -> list[dict]:
         name = _str(block.get("name"), 128)
         arguments = block.get("arguments")
         command = None
-        if name in SHELL_TOOLS and isinstance(arguments, dict):
+        if name in shell_tools and isinstance(arguments, dict):
             command = _str(arguments.get("command"))
         out.append(
             {

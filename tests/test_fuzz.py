@@ -47,7 +47,7 @@ def run_all(data: bytes, name: str = "x.jsonl"):
         for entry in result.entries:
             if entry.type == "message":
                 row = P.message_row(entry)
-                P.tool_call_rows(entry, row)
+                P.tool_call_rows(entry, row, frozenset({"exec", "bash"}))
             else:
                 P.entry_row(entry)
             out.append(entry)

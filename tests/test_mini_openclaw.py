@@ -191,10 +191,13 @@ def test_samples_exact_per_file_counts(tmp_path):
     assert rows(db, "SELECT entry_type, is_active_path FROM entries") == [("compaction", 1)]
     assert scalar(db, "SELECT COUNT(*) FROM sessions WHERE title IS NOT NULL") == 5  # the 5 object-shaped files
     assert scalar(db, "SELECT COUNT(*) FROM messages WHERE is_active_path = 0") == 0
-    # terminal calls carry their command, python_repl calls their code
+    # terminal calls (shell calls) carry their command; python_repl calls run Python, not a shell: no
+    # command, their code in the arguments
     assert rows(db, "SELECT tool_name, COUNT(*), COUNT(command) FROM tool_calls WHERE lower(tool_name) IN "
                     "('terminal', 'python_repl') GROUP BY tool_name ORDER BY tool_name") == [
-        ("Python_REPL", 1, 1), ("python_repl", 2, 2), ("terminal", 3, 3)]
+        ("Python_REPL", 1, 0), ("python_repl", 2, 0), ("terminal", 3, 3)]
+    assert sorted(sorted(json.loads(a)) for (a,) in rows(
+        db, "SELECT arguments FROM tool_calls WHERE lower(tool_name) = 'python_repl'")) == [["code"], ["code"], ["query"]]
     # a rerun opens nothing but the truncated file, tried again (a failed read counts no bytes)
     again = do_import(db, root, server="samples")
     assert (again.files_unchanged, again.files_failed, again.messages_added, again.bytes_read) == (7, 1, 0, 0)
@@ -312,7 +315,7 @@ def test_canonical_object_tool_calls_and_results(tmp_path):
     out = F.canonical_messages()[1]["tool_calls"][0]["output"]
     assert json.loads(terminal[7]) == [{"type": "text", "text": out}] and "\r\n" in out  # CRLF kept byte for byte
     assert terminal[5] == out[:512]
-    assert repl[1] == "print(2**10)" and repl[3] == 0
+    assert repl[1] is None and json.loads(repl[2]) == {"code": "print(2**10)"} and repl[3] == 0
     assert (missing[1], missing[3]) == (None, 1) and timeout[3] == 1
     assert json.loads(windows[2]) == {"path": "skills\\notes\\SKILL.md"}
     assert all(c[4] is None for c in calls) and all(c[6] == "toolResult" for c in calls)
@@ -366,7 +369,7 @@ def test_langchain_list(tmp_path):
                      "FROM tool_calls t LEFT JOIN messages r ON r.id = t.result_message_id ORDER BY t.id")
     assert calls == [
         ("call_00_aaaaaaaa", "terminal", "echo one\necho two", 0, "tool", "terminal", 0),
-        ("call_01_bbbbbbbb", "Python_REPL", "print('x')", 1, "tool", "Python_REPL", 1),
+        ("call_01_bbbbbbbb", "Python_REPL", None, 1, "tool", "Python_REPL", 1),  # Python, not a shell
     ]
     # the id in the file name dates the session (approximately): 2026-03-31 23:33:20.123 UTC
     assert scalar(db, "SELECT started_at FROM sessions") == "2026-03-31 23:33:20.123"

@@ -363,7 +363,8 @@ class Source:
     # The kind writes each model call's cost itself (OpenClaw, pi): never
     # replaced. Otherwise calls are priced from the price table (prices.py).
     records_costs = False
-    # Tool names that run shell commands (stats' shell calls).
+    # The tool names that run a shell command in this kind: its one list (docs/sources.md, "Shell
+    # calls"). Its parser gives their calls a command (and no other call one); stats counts them.
     shell_tools: frozenset[str] = frozenset()
     # Datasette canned queries over the kind's tables, offered on every snapshot
     # (name -> {"title", "sql", "params", ...}, as metadata.yml spells them).

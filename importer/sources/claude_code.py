@@ -65,7 +65,7 @@ CONFIG_DIRS = ("~/.claude", "~/.config/claude")
 CONFIG_ENV = "CLAUDE_CONFIG_DIR"
 PROJECTS = "projects"
 LINKS = "claude_code_links"
-SHELL_TOOL = "Bash"
+SHELL_TOOLS = frozenset({"Bash"})  # the tools that run a shell command (Source.shell_tools)
 # Tools whose calls start a sub-agent (Task/Agent) or a workflow of them.
 SPAWNING_TOOLS = frozenset({"Task", "Agent", "Workflow"})
 SNIFF_BYTES = 64 * 1024
@@ -908,7 +908,7 @@ class ClaudeParser:
                 row["tool_name"] = name
                 row["is_error"] = int(p["is_error"])
                 text = _first_text(p["blocks"])
-                if text is not None and name in (None, SHELL_TOOL):
+                if text is not None and (name is None or name in SHELL_TOOLS):
                     m = _EXIT_RE.match(text)
                     if m:
                         row["exit_code"] = P._int(int(m.group(1)))
@@ -1036,7 +1036,7 @@ class ClaudeParser:
             calls.append({
                 "block_index": index, "call_id": call_id, "tool_name": name,
                 "arguments": P._dumps(args) if "arguments" in block else None,
-                "command": P._str(args.get("command")) if name == SHELL_TOOL and isinstance(args, dict) else None,
+                "command": P._str(args.get("command")) if name in SHELL_TOOLS and isinstance(args, dict) else None,
                 "timestamp": ts,
             })
             if call_id:
@@ -1194,7 +1194,7 @@ class ClaudeCode(Source):
     name = KIND
     order = 15  # after pi's --<cwd>-- folders, before OpenClaw's looser "a folder of transcripts"
     records_costs = False  # priced from the table; an older file's costUSD is kept as recorded
-    shell_tools = frozenset({SHELL_TOOL})
+    shell_tools = SHELL_TOOLS
     tables = {LINKS: [
         ("id", "pk"),
         ("server", "str:32"),

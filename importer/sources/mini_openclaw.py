@@ -59,10 +59,9 @@ _HEAD_KEYS = re.compile(rb'"(title|created_at|updated_at|compressed_context|sess
 _HEAD_LIST = re.compile(rb'^\[\s*\{[^{}]{0,2048}?"(?:role|type)"\s*:\s*"(?:user|assistant|human|ai|system|tool)"')
 
 ROLE_OF_TYPE = {"human": "user", "ai": "assistant"}  # LangChain message types
-SHELL_TOOL = "terminal"
-CODE_TOOLS = frozenset({"python_repl"})  # compared lower-cased (LangChain's Python_REPL)
+# LangChain's shell tool. Not python_repl (Python_REPL): it runs Python, its code stays in `arguments`.
+SHELL_TOOLS = frozenset({"terminal"})
 _COMMAND_KEYS = ("command", "commands", "cmd", "__arg1", "input")
-_CODE_KEYS = ("code", "query", "command", "__arg1", "input")
 
 # What an output says about its call (nothing else tells: no exit code is stored). Only the
 # first non-blank line is looked at: a cross, an error/exception/traceback line, "<something>
@@ -218,13 +217,10 @@ def output_failed(output) -> bool:
 
 
 def _command(tool: str | None, args: dict) -> str | None:
-    """A terminal call's command, a python_repl call's code."""
-    if not tool:
+    """A shell call's command line (None for any other call)."""
+    if tool not in SHELL_TOOLS:
         return None
-    keys = _COMMAND_KEYS if tool == SHELL_TOOL else _CODE_KEYS if tool.lower() in CODE_TOOLS else None
-    if keys is None:
-        return None
-    for key in keys:
+    for key in _COMMAND_KEYS:
         value = args.get(key)
         if isinstance(value, str):
             return value
@@ -619,7 +615,7 @@ class MiniOpenClaw(Source):
     name = KIND
     order = 15  # before OpenClaw's "any folder named sessions" (it would list sessions.json as its index)
     records_costs = False
-    shell_tools = frozenset({SHELL_TOOL})
+    shell_tools = SHELL_TOOLS
 
     def not_this_kind(self) -> str:
         return "not a mini-OpenClaw session"

@@ -13,6 +13,7 @@ The format is pi's (FORMAT.md sections 2-8): ``parser.TranscriptParser``.
 from __future__ import annotations
 
 import re
+from functools import partial
 
 import orjson
 
@@ -102,7 +103,8 @@ class TranscriptFile(Unit):
         return f
 
     def read(self, checkpoint):
-        return read_lines(self, checkpoint, P.TranscriptParser, appendable=not self.name.endswith(".zst"))
+        parser = partial(P.TranscriptParser, shell_tools=self.source.shell_tools)
+        return read_lines(self, checkpoint, parser, appendable=not self.name.endswith(".zst"))
 
 
 class IndexFile(Unit):
@@ -139,6 +141,9 @@ class IndexFile(Unit):
 class OpenClawJSONL(Source):
     kind = "openclaw"
     records_costs = True
+    # exec runs a shell command ({"command"}); bash is its name in older releases (and pi's).
+    # Not process: it polls, sends keys to or kills a background exec session ({"action",
+    # "sessionId", "keys"?}) and has no command of its own (docs/sources.md).
     shell_tools = frozenset({"exec", "bash"})
     name = "openclaw"
     order = 20

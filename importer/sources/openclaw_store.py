@@ -30,7 +30,7 @@ from .. import parser as P
 from ..store import Store
 from .base import Batch, Checkpoint, Container, Discovery, Opened, Outcome, Scope, Source, SourceError, Unit
 from .fs import FileSystem
-from .openclaw import IMPORT_ARCHIVE_DIR, TranscriptFile, claimed_session, state_agents_dir
+from .openclaw import IMPORT_ARCHIVE_DIR, OpenClawJSONL, TranscriptFile, claimed_session, state_agents_dir
 
 log = logging.getLogger("agentbase")
 
@@ -141,7 +141,7 @@ class StoreSession(Unit):
             streams.append(openclaw_db.iter_cold_events(data, unit.cold, after))
         if unit.hot:
             streams.append(openclaw_db.iter_hot_events(conn, layout, unit.session_id, after, skipped))
-        parser = P.TranscriptParser(self.sid, state)
+        parser = P.TranscriptParser(self.sid, state, shell_tools=self.source.shell_tools)
         pending: list = []
         for seq, raw in itertools.chain(*streams):
             events_read += 1
@@ -203,7 +203,7 @@ STORE_FIELDS = ("session_key", "label", "display_name", "channel", "chat_type", 
 class OpenClawStore(Source):
     kind = "openclaw"
     records_costs = True
-    shell_tools = frozenset({"exec", "bash"})
+    shell_tools = OpenClawJSONL.shell_tools  # the same kind: one list
     name = "openclaw-store"
     order = 30
 

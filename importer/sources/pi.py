@@ -25,6 +25,8 @@ def is_cwd_folder(name: str) -> bool:
 class Pi(OpenClawJSONL):
     kind = "pi"
     name = "pi"
+    # pi's bash; and exec, since a lone OpenClaw transcript outside an agents tree is read as pi's.
+    shell_tools = frozenset({"bash", "exec"})
     order = 10  # before OpenClaw's looser "a folder of transcripts"
 
     def candidates(self) -> list[str]:
