@@ -32,9 +32,11 @@ figures follow the dashboard's rules (datasette_agentbase/dashboard.py):
   (OpenClaw's ``[Telegram ... 2026-02-09 18:46 GMT+1]`` header, ``System:``
   lines and ``(untrusted metadata)`` blocks, Claude Code's command tags),
   whitespace collapsed, at most ``PROMPT_CHARS`` characters;
-- ``title``: the session's label, else the title its source gave it, else the
-  first prompt, at most ``TITLE_CHARS`` characters; ``title_from`` says which
-  (``label``, ``title``, ``prompt``; NULL: none).
+- ``title``: the session's title by the one rule of every kind (titles.py: its
+  label, else the title its source gave it, else its first prompt, else its
+  chat's display name; one line of at most ``TITLE_CHARS`` characters);
+  ``title_from`` says which (``label``, ``title``, ``prompt``,
+  ``display_name``; NULL: none).
 
 :func:`refresh_session_list` builds it whole, or recomputes some sessions' rows
 in place (exactly what a whole build gives them).
@@ -42,19 +44,15 @@ in place (exactly what a whole build gives them).
 
 from __future__ import annotations
 
-import re
 import sqlite3
 from collections.abc import Iterable
 
-import orjson
-
 from .search import TOKENIZE, copy_index, index_text
 from .shape import UTC_OFFSET, ms_text
+from .titles import PROMPT_CHARS, TITLE_CHARS, prompt_text, shorten, title_sql
 
 TABLE = "session_list"
 FTS = "session_list_fts"
-PROMPT_CHARS = 300
-TITLE_CHARS = 120
 
 # The table's columns, in order (sqlite-utils types).
 COLUMNS: dict[str, type] = {
@@ -169,14 +167,13 @@ GROUP BY session_id
 _LABEL = f"{_F_LINE}(s.label, {TITLE_CHARS})"
 _TITLE = f"{_F_LINE}(s.title, {TITLE_CHARS})"
 _PROMPT_TITLE = f"{_F_LINE}(p.prompt, {TITLE_CHARS})"
+_DISPLAY_TITLE = f"{_F_LINE}(s.display_name, {TITLE_CHARS})"
+_TITLE_SQL, _TITLE_FROM_SQL = title_sql({"label": "label", "title": "title", "prompt": "prompt_title",
+                                         "display_name": "display_title"})
 
 _ROWS_SQL = f"""
 INSERT INTO {TABLE} ({', '.join(COLUMNS)})
-SELECT id, session_uuid,
-       COALESCE(label, title, prompt_title),
-       CASE WHEN label IS NOT NULL THEN 'label' WHEN title IS NOT NULL THEN 'title'
-            WHEN prompt_title IS NOT NULL THEN 'prompt' END,
-       prompt, agent_id, server, source, session_type, project,
+SELECT id, session_uuid, {_TITLE_SQL}, {_TITLE_FROM_SQL}, prompt, agent_id, server, source, session_type, project,
        started_local, last_local, substr(COALESCE(started_local, last_local), 1, 10), substr(last_local, 1, 10),
        last_message_at,
        message_count, model_calls, tool_call_count, failed_tool_calls, model_errors,
@@ -184,6 +181,7 @@ SELECT id, session_uuid,
        total_tokens, cost_usd, priced_calls, unpriced_calls
 FROM (
   SELECT s.id, s.session_uuid, {_LABEL} AS label, {_TITLE} AS title, {_PROMPT_TITLE} AS prompt_title,
+         {_DISPLAY_TITLE} AS display_title,
          p.prompt, s.agent_id, s.server, s.source, s.session_type, s.project,
          NULLIF(substr(m.first_key, instr(m.first_key, '|') + 1), '') AS started_local,
          COALESCE(NULLIF(substr(m.last_key, instr(m.last_key, '|') + 1), ''), s.local_time) AS last_local,
@@ -206,73 +204,6 @@ FROM (
 
 _FTS_SQL = (f"INSERT INTO {FTS} (rowid, title, first_prompt) "
             f"SELECT id, {_F_INDEX}(title), {_F_INDEX}(first_prompt) FROM {TABLE} WHERE 1 {{only}}")
-
-
-# -- the prompt's text -----------------------------------------------------------------------------
-
-_SPACE = re.compile(r"\s+")
-# OpenClaw's gateway: "System: [2026-04-28 13:47:06 GMT+8] ..." event lines before the message, blocks
-# of "Conversation info (untrusted metadata):" and the like with a fenced JSON body, a leading
-# "[<channel> <sender> 2026-02-09 18:46 GMT+1]" or "[Fri 2026-05-01 09:27 PDT]" header, and a trailing
-# "[message_id: N]".
-_SYSTEM_LINE = re.compile(r"\A(?:[ \t]*System: \[[^\]\n]*\][^\n]*(?:\n|\Z)\s*)+")
-_UNTRUSTED_BLOCK = re.compile(r"^[^\n]{0,120}\(untrusted[^)\n]{0,60}\):[ \t]*\n```[^\n]*\n.*?^```[ \t]*$",
-                              re.M | re.S)
-_HEADER = re.compile(r"\A\s*\[[^\]\n]{0,300}?\d{4}-\d{2}-\d{2}[^\]\n]{0,80}\][ \t]*")
-_MESSAGE_ID = re.compile(r"\s*\[message_id: [^\]\n]{1,100}\]\s*\Z")
-# Claude Code: a slash command typed by the user, as tags.
-_COMMAND = re.compile(r"<command-name>\s*([^<]{1,200}?)\s*</command-name>")
-_COMMAND_ARGS = re.compile(r"<command-args>([^<]{0,2000})</command-args>")
-_TAGS = re.compile(r"</?(?:command-message|command-name|command-args|command-contents|local-command-stdout|"
-                   r"local-command-stderr|local-command-caveat)>")
-
-
-def shorten(text: str | None, limit: int) -> str | None:
-    """One line of at most ``limit`` characters (whitespace collapsed, … where it was cut); None for blank."""
-    if not isinstance(text, str):
-        return None
-    line = _SPACE.sub(" ", text).strip()
-    if not line:
-        return None
-    if len(line) > limit:
-        line = line[: limit - 1].rstrip() + "…"
-    return line
-
-
-def _message_text(content_blocks: str | None, preview: str | None) -> str:
-    """The text blocks of a message, joined (its preview when it has none)."""
-    if isinstance(content_blocks, str) and content_blocks:
-        try:
-            content = orjson.loads(content_blocks)
-        except orjson.JSONDecodeError:
-            content = None
-        if isinstance(content, str):
-            return content
-        if isinstance(content, list):
-            parts = [b["text"] for b in content
-                     if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)]
-            if parts:
-                return "\n".join(parts)
-    return preview if isinstance(preview, str) else ""
-
-
-def prompt_text(content_blocks: str | None, preview: str | None, limit: int = PROMPT_CHARS) -> str | None:
-    """What a person typed in a user message, on one line, without a gateway's envelope; None if nothing."""
-    text = _message_text(content_blocks, preview)
-    if not text.strip():
-        return None
-    stripped = _SYSTEM_LINE.sub("", text)
-    stripped = _UNTRUSTED_BLOCK.sub("", stripped)
-    stripped = _HEADER.sub("", stripped.lstrip())
-    stripped = _MESSAGE_ID.sub("", stripped)
-    command = _COMMAND.search(stripped)
-    if command:
-        args = _COMMAND_ARGS.search(stripped)
-        stripped = command.group(1) + (" " + args.group(1) if args and args.group(1).strip() else "")
-    else:
-        stripped = _TAGS.sub(" ", stripped)
-    # an envelope with nothing in it (an image, a file): the text as it was rather than nothing
-    return shorten(stripped, limit) or shorten(text, limit)
 
 
 def _index(text: str | None) -> str | None:

@@ -20,6 +20,7 @@ from datetime import datetime, timedelta, timezone as dt_timezone
 
 from .store import Store, StoreError
 from .terminal import clean
+from .titles import first_prompts, session_title
 
 KEYS = ("input", "output", "cacheRead", "cacheWrite", "totalTokens")
 COLUMNS = {"input": "input_tokens", "output": "output_tokens", "cacheRead": "cache_read_tokens",
@@ -133,15 +134,18 @@ def collect(store: Store, kind: str, zone, since: str | None = None, until: str 
 
 
 def _session_info(store: Store, rows: dict[str, Row]) -> None:
+    """Each session's uuid, agent, server, source and title (titles.py's rule; its uuid when it has no text)."""
     ids = [int(k) for k in rows]
+    prompts = first_prompts(store, ids)
     for i in range(0, len(ids), 500):
         batch = ids[i:i + 500]
         marks = ", ".join("?" for _ in batch)
-        for sid, uuid, agent, server, source, title, label in store.tuples(
-                f"SELECT id, session_uuid, agent_id, server, source, title, label FROM sessions WHERE id IN ({marks})",
-                batch):
+        for sid, uuid, agent, server, source, title, label, display_name in store.tuples(
+                "SELECT id, session_uuid, agent_id, server, source, title, label, display_name FROM sessions "
+                f"WHERE id IN ({marks})", batch):
+            heading, _ = session_title(label, title, prompts.get(sid), display_name)
             rows[str(sid)].info.update({"session_uuid": uuid, "agent": agent, "server": server, "source": source,
-                                        "title": label or title or uuid})
+                                        "title": heading or uuid})
 
 
 def _whole_hours(zone) -> bool:

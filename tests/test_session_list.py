@@ -62,14 +62,16 @@ def expected_rows(conn) -> dict[int, dict]:
         prompt = derived.prompt_text(users[0]["content_blocks"], users[0]["text_preview"]) if users else None
         label, title = derived.shorten(s["label"], 120), derived.shorten(s["title"], 120)
         prompt_title = derived.shorten(prompt, 120)
+        display = derived.shorten(s["display_name"], 120)
         started = timed[0]["local_time"] if timed else None
         last = timed[-1]["local_time"] if timed else s["local_time"]
         failed = sum(1 for t in calls[s["id"]] if t["is_error"] == 1)
         model_errors = sum(1 for m in counted if m["role"] == "assistant" and m["is_error"] == 1)
         out[s["id"]] = {
             "id": s["id"], "session_uuid": s["session_uuid"],
-            "title": label or title or prompt_title,
-            "title_from": "label" if label else "title" if title else "prompt" if prompt_title else None,
+            "title": label or title or prompt_title or display,
+            "title_from": ("label" if label else "title" if title else "prompt" if prompt_title
+                           else "display_name" if display else None),
             "first_prompt": prompt, "agent_id": s["agent_id"], "server": s["server"], "source": s["source"],
             "session_type": s["session_type"], "project": s["project"],
             "started_local": started, "last_local": last,
