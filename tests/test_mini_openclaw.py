@@ -444,6 +444,7 @@ def test_ids_fields_and_fork_fields(tmp_path):
     assert scalar(db, "SELECT session_uuid FROM sessions") == sid
     header = json.loads(scalar(db, "SELECT header_json FROM sessions"))
     assert header == {"id": sid, "title": "New Session", "created_at": F.CREATED, "runtime_state": {"mode": "chat"}}
+    assert scalar(db, "SELECT title FROM sessions") is None  # a placeholder, not a title
     raw = json.loads(scalar(db, "SELECT raw_json FROM messages WHERE role = 'assistant'"))
     assert raw == {"role": "assistant", "answer_channel": "final", "answer_source": "model",
                    "answer_persist_policy": "always", "answer_finalization_policy": "stream"}
@@ -593,8 +594,11 @@ def test_empty_sessions(tmp_path):
     db = tmp_path / "a.db"
     report = do_import(db, app)
     assert (report.files_imported, report.files_ignored) == (2, 0)
+    # "New Chat" is the title a session has until the model names it: no title (header_json keeps it)
     assert rows(db, "SELECT session_uuid, message_count, title FROM sessions ORDER BY 1") == [
-        ("empty-list", 0, None), ("empty-session", 0, "New Chat")]
+        ("empty-list", 0, None), ("empty-session", 0, None)]
+    assert json.loads(scalar(db, "SELECT header_json FROM sessions WHERE session_uuid = 'empty-session'"))[
+        "title"] == "New Chat"
 
 
 def test_duplicate_user_messages_are_both_kept(tmp_path):

@@ -4,8 +4,9 @@ the conversation view and exports show).
 
 Made-up sessions of several kinds: one with a label (OpenClaw), with its own title (Claude Code's AI
 title), with only a summary (Claude Code's summary line), with only a first prompt (OpenClaw under a
-gateway envelope, pi, Codex after its injected context), with only its chat's display name, and with
-no text at all; each has a model call with usage, so that `report session` lists it."""
+gateway envelope, pi, Codex after its injected context, mini-OpenClaw under a placeholder title), with
+only its chat's display name, and with no text at all; each but mini-OpenClaw's has a model call with
+usage, so that `report session` lists it."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ import pytest
 
 import claude_code_fixtures as CC
 import codex_fixtures as CX
+import mini_openclaw_fixtures as MO
 from transcripts import Chain, do_import, header, sessions_dir, write
 
 from importer import titles
@@ -92,11 +94,14 @@ def archive(tmp_path_factory) -> tuple[Path, Path, str, list[Path]]:
     summed = claude_session(CC_SUMMARY, 11, "the prompt under a summary")
     summed.floating("summary", summary=SUMMARY, leafUuid=summed.lines[-1]["uuid"])
     CC.write(claude / "projects" / CC.PROJECT / f"{CC_SUMMARY}.jsonl", summed.lines)
+    mini = tmp / "mini" / "mini-openclaw"
+    MO.canonical(mini)  # its own title
+    MO.canonical(mini, sid="session-placeholder", title="New Chat")  # not named yet: its first prompt
     rollout = CX.conversation()
     codex = tmp / "codex" / ".codex"
     rollout.write_in(codex / "sessions")
     db = tmp / "archive.db"
-    roots = [oc, pi, claude, codex]
+    roots = [oc, pi, claude, codex, mini]
     for where in roots:
         do_import(db, where, server="laptop")
     from importer.export import export_snapshot
@@ -134,12 +139,15 @@ def test_every_kind_one_rule_in_the_snapshot(archive):
         assert got[uuid] == want, uuid
     # Codex: the first prompt typed, not the environment context it injects before it
     assert got[codex] == ("Please check the build, step 0", "prompt")
+    # mini-OpenClaw: its title; the placeholder a session has until the model names it is none
+    assert got["session-0a1b2c3d4e5f"] == ("示例会话", "title")
+    assert got["session-placeholder"] == ("列出 skills 目录", "prompt")
 
 
 def test_report_session_gives_the_same_titles(archive):
     db, snapshot, codex, _ = archive
     got = report_titles(db)
-    assert set(got) == set(WANT) | {codex}
+    assert set(got) == set(WANT) | {codex}  # (mini-OpenClaw records no usage: not in a usage report)
     listed = session_list(snapshot)
     for uuid, title in got.items():
         # the session list's title; a session with no text at all: its uuid, never instead of text

@@ -59,6 +59,9 @@ _HEAD_KEYS = re.compile(rb'"(title|created_at|updated_at|compressed_context|sess
 _HEAD_LIST = re.compile(rb'^\[\s*\{[^{}]{0,2048}?"(?:role|type)"\s*:\s*"(?:user|assistant|human|ai|system|tool)"')
 
 ROLE_OF_TYPE = {"human": "user", "ai": "assistant"}  # LangChain message types
+# The title a session has until the model names it: no title of its own (titles.py falls back on the
+# first prompt). Kept in header_json.
+PLACEHOLDER_TITLES = frozenset({"新对话", "New Chat", "New Session"})
 # LangChain's shell tool. Not python_repl (Python_REPL): it runs Python, its code stays in `arguments`.
 SHELL_TOOLS = frozenset({"terminal"})
 _COMMAND_KEYS = ("command", "commands", "cmd", "__arg1", "input")
@@ -400,7 +403,7 @@ class SessionParser:
         dated = sum(isinstance(i.obj, dict) for i in merged)
         values = {"started_at": created, "times_approximate": int(own_times < dated)}
         title = header.get("title")
-        if isinstance(title, str):
+        if isinstance(title, str) and title.strip() not in PLACEHOLDER_TITLES:
             values["title"] = title[:512]
         raw = None
         if header:
