@@ -884,7 +884,7 @@ class Detector:
 
     def _wrapped(self, text: str, found: list, out: list) -> None:
         """A key a terminal wrapped: it reaches the end of a long line and goes on at the start of
-        the next (of the same length, for a key wrapped more than once). Its pieces are kept."""
+        the next (and the next, while a line is of the key's characters alone). Its pieces are kept."""
         for v, k, s, e in found:
             if s < 0 or text[e:e + 1] not in ("\n", "\r"):
                 continue
@@ -900,8 +900,8 @@ class Detector:
                     break  # (the next line starts with a name, a word, a call: not the key's end)
                 pieces.append(m.group())
                 at = m.end()
-                if m.end() - nl < width or text[at:at + 1] not in ("\n", "\r"):
-                    break
+                if text[at:at + 1] not in ("\n", "\r") or len(pieces) >= 8:
+                    break  # (a line of the key's characters alone: it goes on)
             if not pieces:
                 continue
             out.append((v + "".join(pieces), k, -1, -1))
@@ -916,6 +916,8 @@ class Detector:
         if hits:
             found: list = []
             self._rules(text, hits, found, cut)
+            if _N_JOIN in hits:
+                self._joined(text, found, cut)
             out.extend((v, k, -1, -1) for v, k, _s, _e in found)
 
     def _base64(self, text: str, out: list, depth: int) -> None:
@@ -1061,7 +1063,7 @@ class Detector:
                 name = text[s:e].rsplit(".", 1)[-1]
                 strict = False
                 if not _name_is_secret(name):
-                    if not _env_key_name(name):
+                    if not _env_key_name(name.rsplit("-", 1)[-1]):
                         continue
                     strict = True  # FOO_KEY=: only a random value
                 m = _AFTER_NAME.match(text, e)
@@ -1249,8 +1251,8 @@ class Detector:
         elif isinstance(value, dict):
             image = value.get("type") == "image"
             for k, v in value.items():
-                if k in _OPAQUE or (image and k == "data"):
-                    if k == "signature" and isinstance(v, str):
+                if k in _OPAQUE or k == _SIGNATURE or (image and k == "data"):
+                    if k == _SIGNATURE and isinstance(v, str):
                         self._formats_only(v, out)  # opaque, but a provider's key pasted there is one
                     continue
                 if len(k) >= 16:
@@ -1364,7 +1366,10 @@ def _url_decode(text: str) -> str:
 
 
 # Binary payloads: opaque signatures and encrypted reasoning (and image data, by block type).
-_OPAQUE = frozenset(("thinkingSignature", "textSignature", "signature", "encrypted_content"))
+# A "signature" (Claude Code's thinking blocks, but also any tool's JSON) is read for the key
+# formats alone (Detector._formats_only) and replaced in like any string: a key put there is one.
+_OPAQUE = frozenset(("thinkingSignature", "textSignature", "encrypted_content"))
+_SIGNATURE = "signature"
 
 
 def _loads(text: str) -> Any:

@@ -151,7 +151,7 @@ def _s(value: Any, limit: int | None = None) -> str | None:
 def _preview(text: str | None) -> str | None:
     if not isinstance(text, str):
         return None
-    return P.strip_html(text[: P.PREVIEW_CHARS * 8])[: P.PREVIEW_CHARS]
+    return P.cut_text(P.strip_html(text[: P.PREVIEW_CHARS * 8]))
 
 
 def _dumps(value: Any) -> str:
