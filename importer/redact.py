@@ -212,8 +212,9 @@ _EDGE = "*.,;:!?()[]{}\"'`\\_~"  # markdown and punctuation around a word of pro
 def _random_looking(v: str, min_len: int = 8) -> bool:
     """For a value beside a credential word with nothing but a space or "is"
     between them: long enough, with digits or mixed case (not a word, not a
-    word in markdown), and of high entropy."""
-    if len(v) < min_len or not looks_secret(v):
+    word in markdown), and of high entropy. (ASCII only: a word of another script beside one of
+    this, "是什么？Введите", has both cases and symbols, and is prose.)"""
+    if len(v) < min_len or not v.isascii() or not looks_secret(v):
         return False
     digit, upper, lower, symbol = _classes(v)
     if not (digit and (upper or lower)) and not (upper and lower and (digit or symbol)):

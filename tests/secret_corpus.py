@@ -494,6 +494,15 @@ LOOK_ALIKES = [
     "openssl rand -base64 32 prints a new random key each time",
     "data:image/png;base64," + PNG[:200],
     "Listening on 0.0.0.0:8080 (pid 4242) at 2026-04-05T01:02:03.456Z",
+    # issue 22 §3's shapes, without a credential
+    "mongosh -u admin -p; 7z x a.7z -p; unzip -P $ZIPPW a.zip; echo \"$PW\" | sudo -S ls; sqlcmd -P",
+    "Server=db;Database=app;Uid=sa;Pwd=; and echo $PWD",
+    "the sig= parameter signs a SAS URL; ?code=abc is a short one",
+    "SORT_KEY=created_at PRIMARY_KEY=id STORAGE_KEY=app-state-v2 S3_KEY=uploads/2024/a.pdf",
+    "cd ~/.claude/projects/-home-u-sk-learn-experiments-2024",
+    "http://example.com:8080/foo@bar.com and pip install git+https://github.com:org/pkg.git@v1.2",
+    'print("a" + "b") and name = "first" "second"',
+    "token 是什么？Введите пароль для входа",
 ]
 
 
