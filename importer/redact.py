@@ -18,10 +18,18 @@ Artifactory) with each token taken whole, other providers' key formats,
 X`` forms around a credential word in English, Chinese, Japanese and Korean
 (an entropy test where only a space separates them), command lines (``mysql
 -p``, ``docker login -p``, ``sshpass -p``, ``curl -u user:pass``, ``redis-cli
--a``), ``Cookie:`` headers, URL passwords (an ``@`` inside one too),
-``.pgpass`` lines and PEM blocks. A string is also read with its backslash
-escapes, ``%XX`` escapes and plausible base64 runs decoded, and adjacent text
-blocks are read as one text (a key split across two blocks).
+-a``, and issue 22's: ``mongosh -p``, ``sqlcmd -P``, ``smbclient -U u%pw``,
+``htpasswd -b``, ``-passout pass:``, ``keytool -storepass``, ``ldapsearch -w``,
+``zip -P``, ``7z -p``, ``| sudo -S``, ``net use``, ``lftp -u u,pw``), ODBC
+``Pwd=``, Azure ``sig=`` / ``code=``, webhooks (Discord, Feishu, WeCom), Sentry
+DSNs, Vault, STS and age tokens, ``_auth`` / Docker ``auth``, any ``FOO_KEY``
+with a random value, ``Cookie:`` headers, URL passwords (an ``@``, ``#`` or
+``/`` inside one too), ``.pgpass`` lines and PEM blocks (encrypted, PuTTY v3,
+numbered lines). A string is also read with its backslash escapes, ``%XX``
+escapes (twice encoded too) and plausible base64 runs decoded, with the
+pieces a concatenation, a shell continuation or a terminal's wrap cut joined,
+and adjacent text blocks are read as one text (a key split across two
+blocks); a path's names are also read as Claude Code mangles them.
 
 :class:`SecretSet` holds every value found anywhere in the store and replaces
 every occurrence of each, in any text: the value as written, with any of its
