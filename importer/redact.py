@@ -538,7 +538,7 @@ _SEG = r"[^\n|;&]*?[ \t]"  # more of the same command
 _CMD_MORE = [(re.compile(p), word) for p, word in (
     (rf"\b(?:mongosh|mongo|mongodump|mongorestore|mongoexport|mongoimport|mongostat|mongotop)\b{_SEG}-p[ \t]+{_PW}",
      "mongo"),
-    (rf"\b(?:sqlcmd|bcp|osql|isql)\b{_SEG}-P[ \t]*{_PW}", ""),
+    (rf"\b(?:sqlcmd|bcp|osql|isql)\b{_SEG}-P[ \t]*{_PW}", ("sqlcmd", "bcp", "osql", "isql")),
     (rf"\b(?:smbclient|rpcclient|smbcacls|smbget|smbmap|net(?:[ \t]+rpc)?)\b{_SEG}(?:-U|--user(?:name)?=?)[ \t]*[\"']?"
      r"[^\s%\"']+%(?P<uv>[^\s\"']+)", "%"),
     (rf"[ \t]-(?:passout|passin|pass|password|passphrase)[ \t]+[\"']?pass:(?P<uv>[^\s\"']+)", "pass:"),
@@ -547,7 +547,7 @@ _CMD_MORE = [(re.compile(p), word) for p, word in (
     (rf"[ \t]-(?:storepass|keypass|srcstorepass|deststorepass|srckeypass|destkeypass)[ \t]+{_PW}", "pass "),
     (rf"\bldap(?:search|add|modify|delete|whoami|passwd|compare|modrdn|exop|url)\b{_SEG}-w[ \t]+{_PW}", "ldap"),
     (rf"\b(?:zip|unzip|zipcloak|zipnote)\b{_SEG}-P[ \t]+{_PW}", "zip"),
-    (r"\b(?:7z|7za|7zr|rar|unrar)\b[^\n|;&]*?[ \t]-p(?:" + _QUOTED + r"|(?P<uv>[^\s\"'`\-][^\s\"'`]*))", ""),
+    (r"\b(?:7z|7za|7zr|rar|unrar)\b[^\n|;&]*?[ \t]-p(?:" + _QUOTED + r"|(?P<uv>[^\s\"'`\-][^\s\"'`]*))", ("7z", "rar")),
     (rf"\b(?:echo|printf)[ \t]+(?:-[ne]+[ \t]+)?{_PW}[ \t]*\|[ \t]*sudo\b[^\n|;&]*?[ \t]-[A-Za-z]*S", "sudo"),
     (r"(?i)\bnet[ \t]+use\b(?:[ \t]+[a-z*]:)?[ \t]+\\\\\S+[ \t]+(?:(?P<uv>[^\s/\"'*][^\s\"']*)[ \t]+)?/user:\S+"
      r"(?:[ \t]+(?P<uv2>[^\s/\"'*][^\s\"']*))?", "net"),
@@ -671,7 +671,8 @@ _NEEDLES = [f.needle for f in FORMATS] + [
     # a double URL-encoded text: decoded twice
     "%25[0-9a-fA-F]{2}",
     # strings cut by a concatenation or a shell continuation: read joined
-    r"[\"'][ \t]*(?:\+|\.\.?)?[ \t]*(?:\r?\n[ \t]*)?(?:\+|\.\.?)?[ \t]*[\"'][A-Za-z0-9]|[A-Za-z0-9_-]\\\r?\n",
+    r"[A-Za-z0-9_-][\"'][ \t]*(?:\+|\.\.?)?[ \t]*(?:\r?\n[ \t]*)?(?:\+|\.\.?)?[ \t]*[\"'][A-Za-z0-9]"
+    r"|[A-Za-z0-9_-]\\\r?\n",
 ]
 _N_FORMATS = len(FORMATS)
 _WINDOW = 700
@@ -707,7 +708,8 @@ def _random_segment(value: str) -> bool:
 
 
 # Where a string is cut: "abc" + "def", 'abc' 'def' (on one line or two), abc\<newline>def
-_JOIN = re.compile(r"([\"'])[ \t]*(?:\+|\.\.?)?[ \t]*(?:\r?\n[ \t]*)?(?:\+|\.\.?)?[ \t]*\1(?=[A-Za-z0-9])"
+_JOIN = re.compile(r"(?<=[A-Za-z0-9_-])([\"'])[ \t]*(?:\+|\.\.?)?[ \t]*(?:\r?\n[ \t]*)?(?:\+|\.\.?)?[ \t]*\1"
+                   r"(?=[A-Za-z0-9])"
                    r"|(?<=[A-Za-z0-9_-])\\\r?\n")
 
 
@@ -863,33 +865,38 @@ class Detector:
 
     def _joined(self, text: str, out: list, cut: bool) -> None:
         """The text with its strings joined where a concatenation or a shell continuation cut
-        them: a value found across a cut is kept whole, and so is each of its pieces."""
-        gaps: list[tuple[int, int, int]] = []  # (start, end in text, position in the joined text)
-        parts: list[str] = []
-        pos = removed = 0
+        them: a value found across a cut is kept whole, and so is each of its pieces. Only the
+        text around the cuts is read again (cuts closer than 300 characters together)."""
+        clusters: list[list[tuple[int, int]]] = []
         for m in _JOIN.finditer(text):
-            parts.append(text[pos:m.start()])
-            gaps.append((m.start(), m.end(), m.start() - removed))
-            removed += m.end() - m.start()
-            pos = m.end()
-        if not gaps:
-            return
-        parts.append(text[pos:])
-        joined = "".join(parts)
-        found: list = []
-        self._rules(joined, self.needles.match(joined), found, cut)
-        for v, k, s, e in found:
-            if s < 0:
+            if clusters and m.start() - clusters[-1][-1][1] < 300:
+                clusters[-1].append(m.span())
+            else:
+                clusters.append([m.span()])
+        for gaps in clusters:
+            lo, hi = max(0, gaps[0][0] - 200), gaps[-1][1] + 200
+            parts, marks, pos = [], [], lo
+            for a, b in gaps:
+                parts.append(text[pos:a])
+                marks.append(sum(map(len, parts)))  # where the cut is in the joined region
+                pos = b
+            parts.append(text[pos:hi])
+            joined = "".join(parts)
+            hits = self.needles.match(joined)
+            if not hits:
                 continue
-            inner = [g for g in gaps if s < g[2] < e]
-            if not inner:
-                continue  # (found in the text as it is)
-            out.append((v, k, -1, -1))
-            points = [s] + [g[2] for g in inner] + [e]
-            for a, b in zip(points, points[1:]):
-                piece = joined[a:b]
-                if len(piece) >= MIN_PIECE and _piece_ok(piece):
-                    out.append((piece, k, -1, -1))
+            found: list = []
+            self._rules(joined, hits, found, cut)
+            for v, k, s, e in found:
+                inner = [p for p in marks if s < p < e] if s >= 0 else []
+                if not inner:
+                    continue  # (found in the text as it is)
+                out.append((v, k, -1, -1))
+                points = [s] + inner + [e]
+                for a, b in zip(points, points[1:]):
+                    piece = joined[a:b]
+                    if len(piece) >= MIN_PIECE and _piece_ok(piece):
+                        out.append((piece, k, -1, -1))
 
     def _wrapped(self, text: str, found: list, out: list) -> None:
         """A key a terminal wrapped: it reaches the end of a long line and goes on at the start of
@@ -1191,7 +1198,7 @@ class Detector:
                     self._add_value(v, "password", s, e, True, out, min_len=4)
         if (_N_CMD in hit or _N_KW in hit) and (low is None or any(c in low for c in _CMD_WORDS)):
             for regex, word in _CMD_MORE:
-                if word and low is not None and word not in low:
+                if low is not None and not any(w in low for w in ((word,) if isinstance(word, str) else word)):
                     continue
                 groups = regex.groupindex
                 for m in regex.finditer(text):
