@@ -104,6 +104,10 @@ def main(argv=None) -> int:
     print(f"planted: {len(placed)} values of {len({p.plant.cls for p in placed})} classes in "
           f"{len({p.field for p in placed})} fields")
     print(f"reaching the snapshot (value, a 10-character piece, or an encoded form): {len(leaks)}")
+    for issue in sorted({p.plant.issue for p in placed}):
+        mine = [p for p in placed if p.plant.issue == issue]
+        print(f"  issue #{issue}'s classes: {len({p.plant.cls for p in mine})}, {len(mine)} planted, "
+              f"{sum(1 for p in leaks if p.plant.issue == issue)} reaching the snapshot")
     if leaks:
         by_class = Counter(p.plant.cls for p in leaks)
         by_field = Counter(p.field for p in leaks)

@@ -6,8 +6,10 @@
 Imports ``shared/samples`` (real people's transcripts, see its SOURCES.md)
 into a temporary store, runs ``agentbase secrets --json`` on it and prints
 the total, the count per kind and per table.column. Then reads every JSON
-line of ``shared/other-samples`` (Claude Code, Codex... transcripts this
-importer does not import) with the same detector and prints the same counts.
+line of ``shared/other-samples`` and ``shared/other-samples-2`` (Claude Code,
+Codex, Gemini, Cline... transcripts, and in the second their Markdown, YAML
+and history files whole) with the same detector and prints the same counts:
+every kind the detector knows, the ones issue #22 added included, is counted.
 
 Never prints a value or any text of the transcripts: ``--shapes`` prints,
 per value found, only its kind, length, character classes, entropy and the
@@ -91,26 +93,41 @@ def samples(shared: Path, shapes: bool) -> None:
         conn.close()
 
 
-def other_samples(shared: Path, shapes: bool) -> None:
+def other_samples(shared: Path, shapes: bool, folder: str = "other-samples") -> None:
+    """Every JSON line (and, in other-samples-2, every other text file: Markdown, YAML, a shell
+    history, read whole) read with the detector."""
     d = R.detector()
     kinds: Counter = Counter()
     values: dict[str, str] = {}
     lines = files = 0
     texts = []
-    for path in sorted((shared / "other-samples").rglob("*")):
-        if not path.is_file() or path.suffix not in (".jsonl", ".json"):
+    for path in sorted((shared / folder).rglob("*")):
+        if not path.is_file() or path.name == "SOURCES.md":
             continue
-        files += 1
-        for line in path.read_text(errors="replace").splitlines():
-            if not line.strip():
+        if path.suffix in (".jsonl", ".json"):
+            files += 1
+            for line in path.read_text(errors="replace").splitlines():
+                if not line.strip():
+                    continue
+                lines += 1
+                for v, k in d.scan_json(line):
+                    kinds[k] += 1
+                    values.setdefault(v, k)
+                if shapes:
+                    texts.append(line)
+        elif folder != "other-samples" and path.suffix in (".md", ".txt", ".yaml", ".yml", ".history", "") \
+                and path.stat().st_size < 16 << 20:
+            text = path.read_text(errors="replace")
+            if "\x00" in text:
                 continue
+            files += 1
             lines += 1
-            for v, k in d.scan_json(line):
+            for v, k in d.scan(text):
                 kinds[k] += 1
                 values.setdefault(v, k)
             if shapes:
-                texts.append(line)
-    print(f"shared/other-samples: {files} files, {lines} JSON lines")
+                texts.append(text)
+    print(f"shared/{folder}: {files} files, {lines} JSON lines or texts")
     print(f"  detector: {sum(kinds.values())} findings, {len(values)} distinct values; kinds {dict(kinds)}")
     if shapes:
         for v, k in sorted(values.items(), key=lambda x: x[1]):
@@ -126,8 +143,9 @@ def main(argv=None) -> int:
     if not (shared / "samples").is_dir():
         shared = Path("/work/shared")
     samples(shared, args.shapes)
-    if (shared / "other-samples").is_dir():
-        other_samples(shared, args.shapes)
+    for folder in ("other-samples", "other-samples-2"):
+        if (shared / folder).is_dir():
+            other_samples(shared, args.shapes, folder)
     return 0
 
 

@@ -116,6 +116,33 @@ def _str(value: Any, limit: int | None = None) -> str | None:
     return None
 
 
+def cut_text(text: str, limit: int = PREVIEW_CHARS) -> str:
+    """``text[:limit]``, but never ending inside a credential: a value the redaction's detector
+    finds across the cut (in the uncut text) is left out whole, the text ending before it. (A
+    cut credential's head matches no pattern any more, so the export could not redact it.)"""
+    if len(text) <= limit:
+        return text
+    from . import redact
+
+    lo = max(0, limit - 1024)
+    window = text[lo:limit + 1024]
+    end = limit
+    for value, _kind, s, e in redact.detector().find(window):
+        if s < 0:  # found in a decoded form: where it stands as written, if it does
+            s = window.find(value)
+            e = s + len(value)
+            if s < 0:
+                continue
+        if lo + s < limit < lo + e:
+            end = min(end, lo + s)
+    return text[:end]
+
+
+def cut_str(value: Any, limit: int) -> str | None:
+    """:func:`_str` for a text a reader sees (a label, a title, a path): cut by :func:`cut_text`."""
+    return cut_text(value, limit) if isinstance(value, str) else None
+
+
 def _int(value: Any) -> int | None:
     if isinstance(value, bool):
         return int(value)
@@ -290,10 +317,10 @@ class TranscriptParser:
         if header is None:
             return {}
         return {state.session_id: SessionInfo({
-            "cwd": _str(header.get("cwd"), 512),
+            "cwd": cut_str(header.get("cwd"), 512),
             "started_at": format_timestamp(header.get("timestamp")),
             "version": _int(header.get("version")) or 1,
-            "parent_session": _str(header.get("parentSession") or header.get("branchedFrom"), 512),
+            "parent_session": cut_str(header.get("parentSession") or header.get("branchedFrom"), 512),
         }, state.header_raw.decode("utf-8", "replace"))}
 
     def feed(self, data: bytes, final: bool = False) -> ChunkResult:
@@ -462,7 +489,7 @@ def text_preview(message: dict) -> str | None:
     if text is None:
         return None
     # Strip before cutting, so a tag is never cut in half.
-    return strip_html(text[: PREVIEW_CHARS * 8])[:PREVIEW_CHARS]
+    return cut_text(strip_html(text[: PREVIEW_CHARS * 8]))
 
 
 def result_failed(message: dict) -> tuple[bool, int | None, int | None]:
@@ -647,7 +674,7 @@ def entry_preview(obj: dict) -> str | None:
             preview = text_preview({"content": value})
             break
     if preview is not None:
-        preview = strip_html(preview[: PREVIEW_CHARS * 8])[:PREVIEW_CHARS]
+        preview = cut_text(strip_html(preview[: PREVIEW_CHARS * 8]))
     return preview
 
 

@@ -18,10 +18,18 @@ Artifactory) with each token taken whole, other providers' key formats,
 X`` forms around a credential word in English, Chinese, Japanese and Korean
 (an entropy test where only a space separates them), command lines (``mysql
 -p``, ``docker login -p``, ``sshpass -p``, ``curl -u user:pass``, ``redis-cli
--a``), ``Cookie:`` headers, URL passwords (an ``@`` inside one too),
-``.pgpass`` lines and PEM blocks. A string is also read with its backslash
-escapes, ``%XX`` escapes and plausible base64 runs decoded, and adjacent text
-blocks are read as one text (a key split across two blocks).
+-a``, and issue 22's: ``mongosh -p``, ``sqlcmd -P``, ``smbclient -U u%pw``,
+``htpasswd -b``, ``-passout pass:``, ``keytool -storepass``, ``ldapsearch -w``,
+``zip -P``, ``7z -p``, ``| sudo -S``, ``net use``, ``lftp -u u,pw``), ODBC
+``Pwd=``, Azure ``sig=`` / ``code=``, webhooks (Discord, Feishu, WeCom), Sentry
+DSNs, Vault, STS and age tokens, ``_auth`` / Docker ``auth``, any ``FOO_KEY``
+with a random value, ``Cookie:`` headers, URL passwords (an ``@``, ``#`` or
+``/`` inside one too), ``.pgpass`` lines and PEM blocks (encrypted, PuTTY v3,
+numbered lines). A string is also read with its backslash escapes, ``%XX``
+escapes (twice encoded too) and plausible base64 runs decoded, with the
+pieces a concatenation, a shell continuation or a terminal's wrap cut joined,
+and adjacent text blocks are read as one text (a key split across two
+blocks); a path's names are also read as Claude Code mangles them.
 
 :class:`SecretSet` holds every value found anywhere in the store and replaces
 every occurrence of each, in any text: the value as written, with any of its
@@ -212,8 +220,9 @@ _EDGE = "*.,;:!?()[]{}\"'`\\_~"  # markdown and punctuation around a word of pro
 def _random_looking(v: str, min_len: int = 8) -> bool:
     """For a value beside a credential word with nothing but a space or "is"
     between them: long enough, with digits or mixed case (not a word, not a
-    word in markdown), and of high entropy."""
-    if len(v) < min_len or not looks_secret(v):
+    word in markdown), and of high entropy. (ASCII only: a word of another script beside one of
+    this, "是什么？Введите", has both cases and symbols, and is prose.)"""
+    if len(v) < min_len or not v.isascii() or not looks_secret(v):
         return False
     digit, upper, lower, symbol = _classes(v)
     if not (digit and (upper or lower)) and not (upper and lower and (digit or symbol)):
@@ -221,6 +230,33 @@ def _random_looking(v: str, min_len: int = 8) -> bool:
     if v.isdigit() or _PATH_OR_HOST.fullmatch(v):
         return False
     return entropy(v) >= min(3.0, math.log2(len(v)) - 0.3)
+
+
+def _random_key(v: str) -> bool:
+    """The value of a FOO_KEY variable that is a key: 16 characters or more, random-looking
+    (``base64:`` and ``hex:`` prefixes allowed), not a name, a word or a path."""
+    body = v.split(":", 1)[1] if v[:7].lower() == "base64:" or v[:4].lower() == "hex:" else v
+    if len(body) < 16 or len(body) > 4096 or re.fullmatch(r"[A-Za-z0-9+/=_-]+", body) is None:
+        return False
+    digit, upper, lower, _symbol = _classes(body)
+    if not (digit and (upper or lower)) and not (upper and lower):
+        return False
+    low = body.lower()
+    if any(w in low for w in _PLACEHOLDER_WORDS) or _CONSTANT.fullmatch(body):
+        return False
+    return entropy(body) >= 3.3
+
+
+def _basic_auth(v: str) -> bool:
+    """A base64 text of "user:password" (both parts present, printable)."""
+    if not 8 <= len(v) <= 1024 or re.fullmatch(r"[A-Za-z0-9+/]+={0,2}", v) is None or len(v) % 4 == 1:
+        return False
+    try:
+        plain = base64.b64decode(v + "=" * (-len(v) % 4)).decode("utf-8")
+    except (binascii.Error, ValueError):
+        return False
+    user, sep, pw = plain.partition(":")
+    return bool(sep and user and pw) and plain.isprintable() and not any(c.isspace() for c in plain)
 
 
 def _aws_secret_shape(value: str) -> bool:
@@ -242,12 +278,23 @@ def _url_password(value: str) -> bool:
                                 or not value.strip("*x•._-#?") or _MARK in value)
 
 
+def _loose_url_password(pw: str) -> bool:
+    """A URL's password holding "/", "?" or "#", not a port and a path (``host:8080/a@b``) nor
+    a path (``github.com:org/pkg.git@v1``)."""
+    if pw[0] in "/?#" or re.match(r"[0-9]+(?:[/?#]|$)", pw):
+        return False
+    if "#" in pw or "?" in pw or not _PATH_OR_HOST.fullmatch(pw):
+        return True
+    return _mixed_case(pw) and _has_digit(pw) and "." not in pw
+
+
 # -- credential words ----------------------------------------------------------
 
 # detect-secrets' KeywordDetector names, plus token, api-key, passphrase, credential.
 _KEYWORDS = "|".join([k.replace("_?", "[_-]?") for k in _DS_KEYWORDS]
                      + ["token", "api[_-]?key", "apikey", "passphrase", "credentials?", "access[_-]?key",
-                        "secret[_-]?key", "client[_-]?secret", "pass"])
+                        "secret[_-]?key", "client[_-]?secret", "pass", "subscription[_-]?key", "functions[_-]?key",
+                        "license[_-]?key", "master[_-]?key"])
 # A name may end in one of these after the keyword (apiKeyValue, token_secret, password2).
 _SUFFIX = r"(?:[_-]?(?:access|api|app|client|auth|bot|id))?(?:[_-]?(?:key|value|secret|token|string|str|b64))?[0-9]*"
 # ...these make it something else: a count, an id, a file...
@@ -279,6 +326,18 @@ def _name_is_secret(name: str) -> bool:
     return not (suffix and _NOT_SECRET_SUFFIX.search(suffix))
 
 
+# An environment variable of any name ending in _KEY (RAILS_MASTER_KEY, APP_KEY, FERNET_KEY,
+# MISTRAL_KEY...): a credential when its value is random (see Detector._assignments), but these.
+_ENV_KEY = re.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*_KEY(?:_?[0-9]+)?")
+_NOT_ENV_KEY = re.compile(r"(?:^|_)(?:PUBLIC|PUB|SORT|PARTITION|PRIMARY|FOREIGN|CACHE|HOT|SHORTCUT|MAP|HASH|RANGE|"
+                          r"ROUTING|IDEMPOTENCY|OBJECT|BUCKET|LOCK|QUEUE|GPG|PGP|I18N|TRANSLATION|DEDUP|GROUP|"
+                          r"SHARD|INDEX|STATE|REGISTRY|SEARCH|RESULT|ROW|ID|CONFIG|FILE|PATH|NAME|TYPE)_")
+
+
+def _env_key_name(name: str) -> bool:
+    return len(name) <= 64 and _ENV_KEY.fullmatch(name) is not None and _NOT_ENV_KEY.search(name) is None
+
+
 def _keyword_kind(name: str) -> str:
     low = name.lower()
     return "password" if any(w in low for w in _PASSWORD_WORDS) else "secret"
@@ -295,10 +354,11 @@ class _Format:
     """A credential with a recognisable shape; the whole token is the value."""
 
     def __init__(self, kind: str, pattern: str, needle: str, check=None, group: int = 0, cut: str | None = None,
-                 start: str | None = None, inside: bool = False):
+                 start: str | None = None, inside: bool = False, check_at=None):
         self.kind = kind
+        self.check_at = check_at  # (text, start, end) -> bool: what the place around it must be
         # start: what may not come before the token (default: a letter or digit)
-        self.regex = re.compile(f"{start}(?:{pattern})" if start else _esc_b(pattern))
+        self.regex = re.compile(f"{start}(?:{pattern})" if start is not None else _esc_b(pattern))
         # The needle (RE2): the literal start of the format, at the start of a
         # token (or after a \n escape); a key cut or split in two still has it.
         # (inside: the needle is a part from within the token)
@@ -311,8 +371,43 @@ class _Format:
     def find(self, text: str, out: list) -> None:
         for m in self.regex.finditer(text):
             value = m.group(self.group)
-            if self.check is None or self.check(value):
+            if (self.check is None or self.check(value)) and \
+                    (self.check_at is None or self.check_at(text, m.start(self.group), m.end(self.group))):
                 out.append((value, self.kind, m.start(self.group), m.end(self.group)))
+                if "%" in value and self.group:  # a URL's parameter: the value decoded too
+                    plain = _unquote(value)
+                    if plain != value:
+                        out.append((plain, self.kind, -1, -1))
+
+
+def _unquote(text: str) -> str:
+    from urllib.parse import unquote
+
+    return unquote(text)
+
+
+def _param_ok(value: str, n: int) -> bool:
+    """A URL parameter's value that is a key (base64 or url-safe of high entropy), not a word or a name."""
+    v = _unquote(value)
+    return (len(v) >= n and re.fullmatch(r"[A-Za-z0-9+/_-]+={0,2}", v) is not None and _mixed_case(v)
+            and any(c.isdigit() or c in "+/_-=" for c in v) and entropy(v) >= 3.5)
+
+
+def _quote(text: str) -> str:
+    from urllib.parse import quote
+
+    return quote(text, safe="")
+
+
+_WRAP_RUN = re.compile(r"[A-Za-z0-9_+/-]+={0,2}")
+
+
+def _aws_id_ok(text: str, start: int, end: int) -> bool:
+    """An access key id standing alone, or inside a longer run of letters and digits (a base64
+    text) when its 16 characters hold a digit (as nearly all do; a word in capitals does not)."""
+    if start == 0 or not text[start - 1].isalnum():
+        return True
+    return any(c.isdigit() for c in text[start + 4:end])
 
 
 _T = "A-Za-z0-9_-"
@@ -322,7 +417,8 @@ FORMATS = [
     _Format("openai_key", rf"sk-[{_T}]*T3BlbkFJ[{_T}]+", "T3BlbkFJ", inside=True),
     _Format("openai_key", rf"sk-(?:proj|svcacct|admin|None)-[{_T}]{{20,}}", "sk-",
             cut=rf"sk-(?:proj|svcacct|admin)-[{_T}]{{8,}}"),
-    _Format("api_key", rf"sk-[{_T}]{{20,}}", "sk-", check=_has_digit),  # DeepSeek, Qwen, OpenRouter, Moonshot...
+    _Format("api_key", rf"sk-[{_T}]{{20,}}", "sk-",  # DeepSeek, Qwen, OpenRouter, Moonshot... (not sk-learn-2024)
+            check=lambda v: _has_digit(v) and _random_segment(v.replace("_", "-"))),
     _Format("github_token", r"(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9_]{36,}", "gh[pousr]_",
             cut=r"gh[pousr]_[A-Za-z0-9_]{8,}"),
     _Format("github_token", r"github_pat_[A-Za-z0-9_]{22,}", "github_pat_", cut=r"github_pat_[A-Za-z0-9_]{8,}"),
@@ -358,8 +454,28 @@ FORMATS = [
     _Format("notion_token", r"ntn_[A-Za-z0-9]{40,}|secret_[A-Za-z0-9]{43}(?![A-Za-z0-9])",
             "ntn_[A-Za-z0-9]{40}|secret_[A-Za-z0-9]{43}"),
     _Format("azure_storage_key", r"AccountKey=([A-Za-z0-9+/]{80,}={0,2})", "AccountKey=", group=1),
+    _Format("vault_token", r"hv[sbr]\.[A-Za-z0-9_-]{24,}", r"hv[sbr]\.", cut=r"hvs\.[A-Za-z0-9_-]{8,}"),
+    # STS session tokens (the base64 of their binary header), taken whole however long
+    _Format("aws_session_token", r"(?:IQoJb3JpZ2luX2V|FwoGZXIvYXdzE|IQoDYXdzE)[A-Za-z0-9+/]{60,}={0,2}",
+            "IQoJb3JpZ2luX2V|FwoGZXIvYXdzE|IQoDYXdzE", inside=True, start="(?<![A-Za-z0-9+/])",
+            cut=r"(?:IQoJb3JpZ2luX2V|FwoGZXIvYXdzE)[A-Za-z0-9+/]{8,}"),
+    _Format("age_secret_key", r"AGE-SECRET-KEY-1[0-9A-Z]{50,}", "AGE-SECRET-KEY-1"),
+    _Format("discord_webhook", r"discord(?:app)?\.com/api/webhooks/\d{15,21}/([A-Za-z0-9_-]{40,})",
+            r"discord(?:app)?\.com/api/webhooks/", inside=True, group=1, start="(?<![A-Za-z0-9.-])"),
+    _Format("feishu_webhook", r"(?:feishu\.cn|larksuite\.com)/open-apis/bot/v2/hook/([A-Za-z0-9-]{20,})",
+            "open-apis/bot/v2/hook/", inside=True, group=1, start="(?<![A-Za-z0-9-])"),
+    _Format("wecom_webhook", r"qyapi\.weixin\.qq\.com/cgi-bin/webhook/send\?(?:[\w=&-]*&)?key=([A-Za-z0-9-]{20,})",
+            r"qyapi\.weixin\.qq\.com", inside=True, group=1, start="(?<![A-Za-z0-9-])"),
+    _Format("sentry_dsn", r"://([0-9a-f]{32})(?::[0-9a-f]{32})?@[A-Za-z0-9.-]+(?::\d+)?/(?:[\w-]+/)*\d+",
+            "://[0-9a-f]{32}[:@]", inside=True, group=1, start=""),
+    # Azure: a SAS token's signature, a Functions key in a URL (a value of high entropy only)
+    _Format("azure_sas_signature", r"sig=([A-Za-z0-9%+/_-]{20,}(?:%3[dD]|=){0,2})", "[?&;]sig=", inside=True,
+            group=1, start="(?<=[?&;])", check=lambda v: _param_ok(v, 20)),
+    _Format("azure_function_key", r"code=([A-Za-z0-9_%=-]{30,})", "[?&;]code=", inside=True, group=1,
+            start="(?<=[?&;])", check=lambda v: _param_ok(v, 30)),
+    # (last: Detector._aws reads it) an access key id, also inside a longer base64 run (see _aws_id_ok)
     _Format("aws_access_key", rf"(?:{_ds(AWSKeyDetector)})(?![A-Z0-9])",
-            "(?:A3T[A-Z0-9]|ABIA|ACCA|AKIA|ASIA)[0-9A-Z]{16}"),
+            "(?:A3T[A-Z0-9]|ABIA|ACCA|AKIA|ASIA)[0-9A-Z]{16}", inside=True, start="", check_at=_aws_id_ok),
 ]
 _AWS_ID = FORMATS[-1]
 # detect-secrets' own patterns are each covered above, token taken whole:
@@ -372,9 +488,14 @@ assert _ds(AzureStorageKeyDetector).startswith("AccountKey=") and "glpat" in _ds
 assert _ds(SlackDetector).startswith("xox") and _ds(GitHubTokenDetector).startswith("(ghp|gho|ghu|ghs|ghr)_")
 assert _ds(SlackDetector).startswith("xox") and "_authToken" in _ds(NpmDetector)
 
-_PEM_START = re.compile(r"(?:-{2,5} ?)?(?:" + "|".join(p.pattern for p in PrivateKeyDetector.denylist) + r")[^\r\n\\]*")
+# detect-secrets' BEGIN lines, and the ones it lacks: PKCS#8 encrypted keys, PuTTY's version 3 files
+_PEM_START = re.compile(r"(?:-{2,5} ?)?(?:" + "|".join(
+    [p.pattern for p in PrivateKeyDetector.denylist] + ["BEGIN ENCRYPTED PRIVATE KEY", "BEGIN [A-Z0-9]+ PRIVATE KEY",
+                                                        "PuTTY-User-Key-File-[0-9]"]) + r")[^\r\n\\]*")
 _PEM_END = re.compile(r"END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?[ -]*|Private-MAC: *[0-9A-Fa-f]*")
-_PEM_BODY = re.compile(r"(?:(?:\r?\n|\\r?\\n)(?:[\w-]+: [^\r\n\\]*|[A-Za-z0-9+/=]+))*")
+# the lines of a block, each perhaps behind its number (cat -n, an editor's or a Read tool's: "  12\t", "12→", "12:")
+_LINE_NO = r"(?:[ \t]*[0-9]{1,6}(?:→|\t|\\t|:|\|)[ \t]*)?"
+_PEM_BODY = re.compile(rf"(?:(?:\r?\n|\\r?\\n){_LINE_NO}(?:[\w-]+: [^\r\n\\]*|[A-Za-z0-9+/=]+))*")
 _PEM_LINE = re.compile(r"[A-Za-z0-9+/=]{16,}")
 _JWT = re.compile(_esc_b(r"eyJ[A-Za-z0-9_=-]+\.[A-Za-z0-9_=-]+(?:\.[A-Za-z0-9_+/=-]*)?"))
 assert JwtTokenDetector.denylist[0].pattern.startswith("eyJ")
@@ -411,6 +532,31 @@ _CMD_P = re.compile(  # mysql -pX, -p'X'; sshpass -p X; docker login -p X; redis
     r"|(?:docker|podman|nerdctl|buildah|skopeo|oras|helm[ \t]+registry)[ \t]+login\b[^\n|;&]*?[ \t]-p[ \t]+"
     + _VALUE.replace("?P<", "?P<d_") +
     r"|redis-cli\b[^\n|;&]*?[ \t]-a[ \t]+" + _VALUE.replace("?P<", "?P<r_") + ")")
+# More command lines that take a password as an argument (each: the regex, the word that must be in the text).
+_PW = r"(?:" + _QUOTED + r"|(?P<uv>[^\s\"'`\-][^\s\"'`]*))"  # quoted, or a word not starting with "-"
+_SEG = r"[^\n|;&]*?[ \t]"  # more of the same command
+_CMD_MORE = [(re.compile(p), word) for p, word in (
+    (rf"\b(?:mongosh|mongo|mongodump|mongorestore|mongoexport|mongoimport|mongostat|mongotop)\b{_SEG}-p[ \t]+{_PW}",
+     "mongo"),
+    (rf"\b(?:sqlcmd|bcp|osql|isql)\b{_SEG}-P[ \t]*{_PW}", ("sqlcmd", "bcp", "osql", "isql")),
+    (rf"\b(?:smbclient|rpcclient|smbcacls|smbget|smbmap|net(?:[ \t]+rpc)?)\b{_SEG}(?:-U|--user(?:name)?=?)[ \t]*[\"']?"
+     r"[^\s%\"']+%(?P<uv>[^\s\"']+)", "%"),
+    (rf"[ \t]-(?:passout|passin|pass|password|passphrase)[ \t]+[\"']?pass:(?P<uv>[^\s\"']+)", "pass:"),
+    (rf"\bkeytool\b{_SEG}-(?:storepass|keypass|srcstorepass|deststorepass|srckeypass|destkeypass)[ \t]+{_PW}",
+     "keytool"),
+    (rf"[ \t]-(?:storepass|keypass|srcstorepass|deststorepass|srckeypass|destkeypass)[ \t]+{_PW}", "pass "),
+    (rf"\bldap(?:search|add|modify|delete|whoami|passwd|compare|modrdn|exop|url)\b{_SEG}-w[ \t]+{_PW}", "ldap"),
+    (rf"\b(?:zip|unzip|zipcloak|zipnote)\b{_SEG}-P[ \t]+{_PW}", "zip"),
+    (r"\b(?:7z|7za|7zr|rar|unrar)\b[^\n|;&]*?[ \t]-p(?:" + _QUOTED + r"|(?P<uv>[^\s\"'`\-][^\s\"'`]*))", ("7z", "rar")),
+    (rf"\b(?:echo|printf)[ \t]+(?:-[ne]+[ \t]+)?{_PW}[ \t]*\|[ \t]*sudo\b[^\n|;&]*?[ \t]-[A-Za-z]*S", "sudo"),
+    (r"(?i)\bnet[ \t]+use\b(?:[ \t]+[a-z*]:)?[ \t]+\\\\\S+[ \t]+(?:(?P<uv>[^\s/\"'*][^\s\"']*)[ \t]+)?/user:\S+"
+     r"(?:[ \t]+(?P<uv2>[^\s/\"'*][^\s\"']*))?", "net"),
+    (rf"\blftp\b{_SEG}-u[ \t]+[\"']?[^\s,\"']+,(?P<uv>[^\s\"']+?)[\"']?(?=\s|$)", "lftp"),
+)]
+# htpasswd [-flags] [file] user password: with "b" in the flags, the password is on the command line
+_HTPASSWD = re.compile(r"\bhtpasswd\b(?P<flags>(?:[ \t]+-[A-Za-z]+)+)(?P<args>(?:[ \t]+[^\s\-|;&][^\s|;&]*){2,3})")
+_CMD_WORDS = ("mongo", "sqlcmd", "bcp", "osql", "isql", "smb", "rpcclient", "net ", "pass:", "keytool", "storepass",
+              "keypass", "ldap", "zip", "7z", "rar", "sudo", "lftp", "htpasswd")
 _CURL_USER = re.compile(
     r"-(?:u|-user|-proxy-user)(?:=|[ \t]*)(?P<q>[\"']?)(?P<user>[^\s:\"'@]{1,64}):(?P<uv>[^\s\"']{1,256})(?P=q)")
 _COOKIE = re.compile(r"(?i)(?:set-cookie|cookie)[\"']?[ \t]*[:=][ \t]*[\"']?(?P<pairs>[^\r\n\"'\\]{3,4096})"
@@ -427,6 +573,12 @@ _COMMANDS = ("mysql", "mariadb", "sshpass", "login", "redis-cli")
 _NAME_CHARS = frozenset(string.ascii_letters + string.digits + "_-")
 
 
+def _cmd_word(v: str) -> bool:
+    """A word that follows a password flag in commands without being one: a shell
+    variable or substitution, a prompt request, a file of passwords."""
+    return v[0] in "$`(<>|&;" or v.lower() in ("stdin", "-", "prompt", "file:", "env:") or v.startswith(("env:", "file:", "fd:"))
+
+
 def _starts_token(text: str, at: int, also: str = "_-") -> bool:
     """Whether a token starts at ``at``: not right after a letter, a digit or one of ``also``."""
     if at == 0:
@@ -435,8 +587,25 @@ def _starts_token(text: str, at: int, also: str = "_-") -> bool:
     return not (c.isalnum() or c in also)
 
 
+# ADO.NET / ODBC connection strings: Pwd= (the shell's PWD is no password) beside another of their keys
+_CONN_PWD = re.compile(r"(?i)(?<![\w$])pwd[ \t]*=[ \t]*(?P<uv>\{[^}\r\n]{1,256}\}|[^;\"'\s{][^;\"'\s]{0,255})")
+_CONN_KEYS = re.compile(r"(?i)(?:^|[;\"'\s])(?:uid|user id|user|username|server|data source|database|dsn|driver|"
+                        r"initial catalog|host|port|trusted_connection|encrypt)[ \t]*=")
+# base64 of "user:password": .npmrc's _auth=, a Docker config's "auth"
+_AUTH_KEYS = frozenset(("auth", "_auth"))
+_AUTH_LINE = re.compile(r"(?<![\w-])(?:_auth|[\"']auth[\"'])[ \t]*[:=][ \t]*[\"']?(?P<uv>[A-Za-z0-9+/]{8,}={0,2})")
+# Words before a password in other languages, and the English ones before a CJK "is" (token 是 X)
+_INTL = re.compile(
+    r"(?i)(?P<name>密碼|密鑰|金鑰|權杖|пароль|пароля|паролем|токен|ключ(?: api)?|"
+    r"(?<![A-Za-z])(?:token|secret|password|passwd|api[ _-]?key))"
+    r"(?P<op>[ \t]*(?:是|为|為|：|:|=|＝|—|–|-|это|от)[ \t]*|[ \t]+)"
+    r"[\"'`「『“«]?(?P<uv>[A-Za-z0-9!@#$%^&*_+\-=.~/?]{4,256})")
 _URL = re.compile(r"(?i)\b[a-z][a-z0-9+.-]{1,20}://(?P<user>[^\s/?#:@\"'<>\[\]]*):(?P<pw>[^\s/?#\"'<>]*)@"
                   r"(?P<host>[a-z0-9_.~\[\]-]+)")
+# A password holding "/", "?" or "#" (where the strict form above stops): up to an "@" and a host name.
+_URL_LOOSE = re.compile(r"(?i)\b[a-z][a-z0-9+.-]{1,20}://(?P<user>[^\s/?#:@\"'<>\[\]]+):(?P<pw>[^\s\"'<>@]+)@"
+                        r"(?P<host>(?:localhost|[a-z0-9_-]+(?:\.[a-z0-9_-]+)+|\[[0-9a-f:.]+\])(?![\w-]))")
+_OAUTH_BASIC = ("x-oauth-basic", "x-oauth-token")  # https://TOKEN:x-oauth-basic@github.com: the user is the token
 _PGPASS = re.compile(r"(?<![\w.:*@\[\]-])(?P<host>[A-Za-z0-9_.*\[\]-]+):(?P<port>\d{1,5}|\*):(?P<db>[\w.*-]+):"
                      r"(?P<user>[\w.*@-]+):(?P<uv>(?:\\:|[^\s:\"'`])+)(?=[\s\"'`]|$)")
 # JSON decoding of a string that holds escapes (JSON or shell text inside a tool output)
@@ -462,13 +631,15 @@ _PERCENTS = r"(?:%[0-9a-fA-F]{2}){6}"
 # character is a needle of its own: the text is then decoded).
 _KW_WORD = (r"(?:password|passwd|passphrase|pass|pwd|secret|token|api[_-]?key|apikey|auth[_-]?key|access[_-]?key|"
             r"priv[a-z]*[_-]?key|client[_-]?key|credential|contrase|service[_-]?key|account[_-]?key|db[_-]?key|"
-            r"database[_-]?key)")
+            r"database[_-]?key|subscription[_-]?key|functions[_-]?key|license[_-]?key|master[_-]?key)")
 _PROSE_WORD = (r"(?:password|passwd|passphrase|pwd|secret|token|credentials?|api[ _-]?key|access[ _-]?key|"
                r"secret[ _-]?key|private[ _-]?key|client[ _-]?secret|auth[ _-]?token|access[ _-]?token)")
 _KW_NEEDLE = "(?i)" + "|".join([
     # NAME = value, "name": "value", NAME: value (the closing quote may be escaped, the value may follow \n)
     rf"{_KW_WORD}{_SUFFIX}(?:\\*[\"'\]`]){{0,2}}[ \t]*(?:[:=：＝]|%3[ad])[ \t]*(?:\\*[\"'`])?"
     r"[^\s\\\"'`,;(){}\[\]<>]",
+    # FOO_KEY=value (any name ending in _KEY: see _env_key_name)
+    r"_key[0-9]*(?:\\*[\"'\]`]){0,2}[ \t]*[:=][ \t]*(?:\\*[\"'`])?[^\s\\\"'`,;(){}\[\]<>]",
     # {"name": "API_KEY", "value": "..."}
     rf"{_KW_WORD}{_SUFFIX}\\*\"[ \t]*,[ \t]*\\*\"value",
     # password is X, token X, the API key for prod: X
@@ -476,22 +647,70 @@ _KW_NEEDLE = "(?i)" + "|".join([
     r"[\"'`]?[^\s\"'\\]*[0-9!@#$%^&*+/=_~-]",  # (the value of _random_looking has a digit or a symbol)
     # --password X, --api-key=X
     r"--[a-z0-9-]*(?:password|passwd|passphrase|token|secret|api-?key|auth-key|access-key)[a-z0-9-]*(?:=|[ \t]+)[^\s-]",
+    r"(?:_auth|\\*\"auth\\*\")[ \t]*[:=]",
     r"authorization[\"']?[ \t]*[:=]", r"bearer[ \t]+[a-z0-9._~+/-]{16}", r"cookie[\"']?[ \t]*[:=]", r"-b[ \t]+[\"']",
 ])
 _NEEDLES = [f.needle for f in FORMATS] + [
     r"eyJ[A-Za-z0-9_=-]+\.[A-Za-z0-9_=-]+",                   # JWT
     "PRIVATE KEY|PuTTY-User-Key",                            # PEM
-    r"://[^\s/?#@]*:[^\s/?#]*@",                             # URL password
+    r"://[^\s/?#@]*:[^\s@]*@",                               # URL password
     _KW_NEEDLE,                                              # assignments, flags, prose, headers
-    "密码|口令|密钥|秘钥|令牌|パスワード|暗証番号|トークン|비밀번호|암호|토큰|API ?キー|API ?키",  # CJK
-    r"(?:mysql|mariadb|sshpass|login|redis-cli)[^\n]*\s-[pa]|(?:-u|--user)[= \t]*[^\s:]+:[^\s]",  # command lines
+    "密码|口令|密钥|秘钥|令牌|パスワード|暗証番号|トークン|비밀번호|암호|토큰|API ?キー|API ?키|密碼|密鑰|金鑰|權杖|"
+    "(?i:пароль|пароля|паролем|токен|ключ)|(?i:token|secret|password|passwd|api[ _-]?key)[ \t]*(?:是|为|為)",  # CJK...
+    r"(?:mysql|mariadb|sshpass|login|redis-cli)[^\n]*\s-[pa]|(?:-u|--user)[= \t]*[^\s:]+:[^\s]"  # command lines
+    r"|(?:mongo[a-z]*|sqlcmd|bcp|osql|isql|ldap[a-z]+|zip|unzip|zipcloak|7z[a-z]?|rar|unrar|keytool)\b[^\n]*\s-[pPw]"
+    r"|(?:smb[a-z]+|rpcclient|net)\b[^\n]*\s(?:-U|--user)[^\n%]*%|\s-(?:pass(?:out|in|word|phrase)?)\s+[\"']?pass:"
+    r"|\s-(?:src|dest)?(?:store|key)pass\s|\|[ \t]*sudo\b[^\n]*\s-[A-Za-z]*S|(?i:net[ \t]+use)\b[^\n]*/user:"
+    r"|lftp\b[^\n]*\s-u\s+[^\s,]+,|htpasswd\b[^\n]*\s-[A-Za-z]*b",
     r"[A-Za-z0-9_.*-]:(?:[0-9]+|\*):[^\s:\"\\]+:[^\s:\"\\]+:[^\s\"\\:]",  # .pgpass
     # decode and look again: a \u escape of a printable character (not of a control one, as in ANSI colours)
     _U_ESCAPE,
+    # a key in Claude Code's project folder name (the cwd, each character but a letter or digit made "-")
+    r"(?:^|[^A-Za-z0-9])(?:gh[pousr]|github-pat|[sr]k-(?:live|test)|whsec|npm|hf|gsk|ya29|do[opr]-v1|hv[sbr]|"
+    r"lin-api|ntn|shp[a-z]{2}|SG)-[A-Za-z0-9]{12}|[0-9]{8}-AA[A-Za-z0-9-]{12}",
+    # a double URL-encoded text: decoded twice
+    "%25[0-9a-fA-F]{2}",
+    # strings cut by a concatenation or a shell continuation: read joined
+    r"[A-Za-z0-9_-][\"'][ \t]*(?:\+|\.\.?)?[ \t]*(?:\r?\n[ \t]*)?(?:\+|\.\.?)?[ \t]*[\"'][A-Za-z0-9]"
+    r"|[A-Za-z0-9_-]\\\r?\n",
 ]
 _N_FORMATS = len(FORMATS)
 _WINDOW = 700
-_N_JWT, _N_PEM, _N_URL, _N_KW, _N_CJK, _N_CMD, _N_PGPASS, _N_UESC = range(_N_FORMATS, _N_FORMATS + 8)
+_N_JWT, _N_PEM, _N_URL, _N_KW, _N_CJK, _N_CMD, _N_PGPASS, _N_UESC, _N_MANGLED, _N_PCT2, _N_JOIN = \
+    range(_N_FORMATS, _N_FORMATS + 11)
+
+# Provider keys as Claude Code's project folder name holds them ("_" and "." made "-"): (kind, regex)
+_MANGLED = [(k, re.compile(r"(?<![A-Za-z0-9])(?:" + p + ")")) for k, p in (
+    ("github_token", r"gh[pousr]-[A-Za-z0-9]{36,}|github-pat-[A-Za-z0-9]{22}-[A-Za-z0-9]{59,}"),
+    ("stripe_key", r"[sr]k-(?:live|test)-[A-Za-z0-9]{16,}|whsec-[A-Za-z0-9]{24,}"),
+    ("npm_token", r"npm-[A-Za-z0-9]{36,}"),
+    ("huggingface_token", r"hf-[A-Za-z0-9]{30,}"),
+    ("groq_key", r"gsk-[A-Za-z0-9]{40,}"),
+    ("google_oauth_token", r"ya29-[A-Za-z0-9-]{20,}"),
+    ("digitalocean_token", r"do[opr]-v1-[a-f0-9]{64}"),
+    ("vault_token", r"hv[sbr]-[A-Za-z0-9-]{24,}"),
+    ("linear_key", r"lin-api-[A-Za-z0-9]{40,}"),
+    ("notion_token", r"ntn-[A-Za-z0-9]{40,}"),
+    ("shopify_token", r"shp(?:at|ca|pa|ss)-[a-fA-F0-9]{32,}"),
+    ("sendgrid_key", r"SG-[A-Za-z0-9-]{16,}-[A-Za-z0-9-]{16,}"),
+    ("telegram_bot_token", r"[0-9]{8,10}-AA[0-9A-Za-z-]{33,}"),
+)]
+
+
+def _random_segment(value: str) -> bool:
+    """Whether a "-"-joined run holds a random part (a key), not only words and numbers."""
+    for part in value.split("-"):
+        if len(part) >= 12:
+            digit, upper, lower, _symbol = _classes(part)
+            if ((digit and (upper or lower)) or (upper and lower)) and entropy(part) >= 3.0:
+                return True
+    return False
+
+
+# Where a string is cut: "abc" + "def", 'abc' 'def' (on one line or two), abc\<newline>def
+_JOIN = re.compile(r"(?<=[A-Za-z0-9_-])([\"'])[ \t]*(?:\+|\.\.?)?[ \t]*(?:\r?\n[ \t]*)?(?:\+|\.\.?)?[ \t]*\1"
+                   r"(?=[A-Za-z0-9])"
+                   r"|(?<=[A-Za-z0-9_-])\\\r?\n")
 
 
 def _unescape(text: str) -> str:
@@ -630,9 +849,81 @@ class Detector:
                 self._variant(_unescape(text), out, cut)
         if "%" in text and hits and _PERCENT.search(text):
             self._variant(_url_decode(text), out, cut)
+            if _N_PCT2 in hits:  # encoded twice: decoded twice, and each value also as it is once encoded
+                found: list = []
+                self._variant(_unquote(_unquote(text)), found, cut)
+                for v, k, _s, _e in found:
+                    out.append((v, k, -1, -1))
+                    once = _quote(v)
+                    if once != v:
+                        out.append((once, k, -1, -1))
+        if hits and _N_JOIN in hits:
+            self._joined(text, out, cut)
         if depth < 2 and self._b64.search(text):
             self._base64(text, out, depth)
         return out
+
+    def _joined(self, text: str, out: list, cut: bool) -> None:
+        """The text with its strings joined where a concatenation or a shell continuation cut
+        them: a value found across a cut is kept whole, and so is each of its pieces. Only the
+        text around the cuts is read again (cuts closer than 300 characters together)."""
+        clusters: list[list[tuple[int, int]]] = []
+        for m in _JOIN.finditer(text):
+            if clusters and m.start() - clusters[-1][-1][1] < 300:
+                clusters[-1].append(m.span())
+            else:
+                clusters.append([m.span()])
+        for gaps in clusters:
+            lo, hi = max(0, gaps[0][0] - 200), gaps[-1][1] + 200
+            parts, marks, pos = [], [], lo
+            for a, b in gaps:
+                parts.append(text[pos:a])
+                marks.append(sum(map(len, parts)))  # where the cut is in the joined region
+                pos = b
+            parts.append(text[pos:hi])
+            joined = "".join(parts)
+            hits = self.needles.match(joined)
+            if not hits:
+                continue
+            found: list = []
+            self._rules(joined, hits, found, cut)
+            for v, k, s, e in found:
+                inner = [p for p in marks if s < p < e] if s >= 0 else []
+                if not inner:
+                    continue  # (found in the text as it is)
+                out.append((v, k, -1, -1))
+                points = [s] + inner + [e]
+                for a, b in zip(points, points[1:]):
+                    piece = joined[a:b]
+                    if len(piece) >= MIN_PIECE and _piece_ok(piece):
+                        out.append((piece, k, -1, -1))
+
+    def _wrapped(self, text: str, found: list, out: list) -> None:
+        """A key a terminal wrapped: it reaches the end of a long line and goes on at the start of
+        the next (and the next, while a line is of the key's characters alone). Its pieces are kept."""
+        for v, k, s, e in found:
+            if s < 0 or text[e:e + 1] not in ("\n", "\r"):
+                continue
+            width = e - (text.rfind("\n", 0, s) + 1)
+            if width < 60:
+                continue
+            pieces, at = [], e
+            while True:
+                nl = at + (2 if text[at:at + 2] == "\r\n" else 1)
+                m = _WRAP_RUN.match(text, nl)
+                if m is None or text[m.end():m.end() + 1] in ("=", ":", "(", ".") \
+                        or (len(m.group()) >= MIN_PIECE and not _piece_ok(m.group())):
+                    break  # (the next line starts with a name, a word, a call: not the key's end)
+                pieces.append(m.group())
+                at = m.end()
+                if text[at:at + 1] not in ("\n", "\r") or len(pieces) >= 8:
+                    break  # (a line of the key's characters alone: it goes on)
+            if not pieces:
+                continue
+            out.append((v + "".join(pieces), k, -1, -1))
+            for piece in pieces:
+                if len(piece) >= MIN_PIECE and _piece_ok(piece):
+                    out.append((piece, k, -1, -1))
 
     def _variant(self, text: str, out: list, cut: bool, again: bool = True) -> None:
         if again and "\\" in text and _ESCAPES.search(text):  # escaped twice: JSON printed inside JSON
@@ -641,6 +932,8 @@ class Detector:
         if hits:
             found: list = []
             self._rules(text, hits, found, cut)
+            if _N_JOIN in hits:
+                self._joined(text, found, cut)
             out.extend((v, k, -1, -1) for v, k, _s, _e in found)
 
     def _base64(self, text: str, out: list, depth: int) -> None:
@@ -661,9 +954,18 @@ class Detector:
 
     def _rules(self, text: str, hits: list[int], out: list, cut: bool) -> None:
         hit = set(hits)
+        formats: list = []
         for i in hit:
             if i < _N_FORMATS:
-                FORMATS[i].find(text, out)
+                FORMATS[i].find(text, formats)
+        if _N_MANGLED in hit:
+            for kind, regex in _MANGLED:
+                for m in regex.finditer(text):
+                    if _random_segment(m.group()):
+                        formats.append((m.group(), kind, m.start(), m.end()))
+        out.extend(formats)
+        if formats and "\n" in text:
+            self._wrapped(text, formats, out)
         if _N_JWT in hit:
             for m in _JWT.finditer(text):
                 token = m.group()
@@ -674,8 +976,14 @@ class Detector:
         if any(i < _N_FORMATS and FORMATS[i].kind == "aws_access_key" for i in hit):
             self._aws(text, out)
         if _N_URL in hit:
+            strict = set()
             for m in _URL.finditer(text):
+                strict.add(m.start())
                 pw = m.group("pw")
+                if pw.lower() in _OAUTH_BASIC:
+                    if len(m.group("user")) >= 8:
+                        out.append((m.group("user"), "url_password", m.start("user"), m.end("user")))
+                    continue
                 if not _url_password(pw):
                     continue
                 if len(pw) < 8:  # too short to replace alone everywhere: with its user name
@@ -684,6 +992,13 @@ class Detector:
                     out.append((pw, "url_password", m.start("pw"), m.end("pw")))
                 if "%" in pw:
                     out.append((_url_decode(pw), "url_password", -1, -1))
+            for m in (_URL_LOOSE.finditer(text) if any(c in text for c in "/?#") else ()):
+                pw = m.group("pw")
+                if m.start() in strict or not any(c in pw for c in "/?#") or not _url_password(pw):
+                    continue
+                if _loose_url_password(pw):
+                    out.append((pw if len(pw) >= 8 else f"{m.group('user')}:{pw}", "url_password",
+                                m.start("pw") if len(pw) >= 8 else m.start("user"), m.end("pw")))
         if _N_KW in hit or _N_CJK in hit or _N_CMD in hit:
             self._keywords(text, out, hit)
         if _N_PGPASS in hit:
@@ -762,14 +1077,19 @@ class Detector:
                     continue
                 seen.add((s, e))
                 name = text[s:e].rsplit(".", 1)[-1]
+                strict = False
                 if not _name_is_secret(name):
-                    continue
+                    if not _env_key_name(name.rsplit("-", 1)[-1]):
+                        continue
+                    strict = True  # FOO_KEY=: only a random value
                 m = _AFTER_NAME.match(text, e)
                 if m is None or _inside_marker(text, s):
                     continue
                 v, vs, ve, quoted = _quoted_value(m)
                 if v is None or (not quoted and text[ve:ve + 1] == "("):
                     continue  # a call: token = getToken(...)
+                if strict and not _random_key(_unquote_value(v) if quoted else v):
+                    continue
                 self._add_value(v, _keyword_kind(name), vs, ve, quoted, out)
 
     def _prose(self, text: str, low: str, out: list) -> None:
@@ -830,7 +1150,28 @@ class Detector:
                         out.append((v, "cookie", base + p.start("uv"), base + p.end("uv")))
                     if m.group()[:4].lower() == "set-":
                         break  # Set-Cookie: the first pair is the cookie, then its attributes
+            if low is None or "pwd" in low:
+                for m in _CONN_PWD.finditer(text):
+                    if not _CONN_KEYS.search(text, max(0, m.start() - 300), m.end() + 300):
+                        continue
+                    v, s, e = m.group("uv"), m.start("uv"), m.end("uv")
+                    if v.startswith("{") and v.endswith("}"):
+                        v, s, e = v[1:-1], s + 1, e - 1
+                    self._add_value(v, "password", s, e, True, out)
+            if low is None or "auth" in low:
+                for m in _AUTH_LINE.finditer(text):
+                    if _basic_auth(m.group("uv")):
+                        out.append((m.group("uv"), "basic_auth", m.start("uv"), m.end("uv")))
         if _N_CJK in hit:
+            for m in _INTL.finditer(text):
+                name, op = m.group("name"), m.group("op").strip()
+                if name.isascii() and op not in ("是", "为", "為"):
+                    continue  # (token: X, token X: the assignment and prose rules)
+                v = m.group("uv").rstrip(".:")
+                if (looks_secret(v, quoted=bool(op)) and (op or _has_digit(v) or not v.isalpha())) \
+                        or (op and v.isdigit() and len(v) >= 6):
+                    kind = "secret" if name.lower() in ("權杖", "токен", "token", "secret") else "password"
+                    out.append((v, kind, m.start("uv"), m.start("uv") + len(v)))
             for m in _CJK.finditer(text):
                 v = m.group("uv").rstrip(".:")
                 op = m.group("op").strip()
@@ -855,6 +1196,28 @@ class Detector:
                             break
                 if v is not None and _url_password(v) and len(v) >= 4:
                     self._add_value(v, "password", s, e, True, out, min_len=4)
+        if (_N_CMD in hit or _N_KW in hit) and (low is None or any(c in low for c in _CMD_WORDS)):
+            for regex, word in _CMD_MORE:
+                if low is not None and not any(w in low for w in ((word,) if isinstance(word, str) else word)):
+                    continue
+                groups = regex.groupindex
+                for m in regex.finditer(text):
+                    v, s, e, quoted = None, -1, -1, True
+                    for g in ("dq", "sq", "bq", "eq", "uv", "uv2"):
+                        if g in groups and m.group(g) is not None:
+                            v, s, e = m.group(g), m.start(g), m.end(g)
+                            break
+                    if v is not None and _url_password(v) and len(v) >= 4 and not _cmd_word(v):
+                        self._add_value(v, "password", s, e, True, out, min_len=4)
+            for m in (_HTPASSWD.finditer(text) if low is None or "htpasswd" in low else ()):
+                flags = m.group("flags").replace("-", "").replace(" ", "").replace("\t", "")
+                args = m.group("args").split()
+                if "b" in flags and len(args) >= (2 if "n" in flags else 3):
+                    v = args[1] if "n" in flags else args[2]
+                    v = v.strip("'\"")
+                    if _url_password(v) and len(v) >= 4 and not _cmd_word(v):
+                        at = text.find(v, m.start("args"))
+                        self._add_value(v, "password", at, at + len(v), True, out, min_len=4)
         if (_N_CMD in hit or _N_KW in hit) and (low is None or "-u" in low or "--user" in low):
             for m in _CURL_USER.finditer(text):
                 v = m.group("uv")
@@ -904,7 +1267,9 @@ class Detector:
         elif isinstance(value, dict):
             image = value.get("type") == "image"
             for k, v in value.items():
-                if k in _OPAQUE or (image and k == "data"):
+                if k in _OPAQUE or k == _SIGNATURE or (image and k == "data"):
+                    if k == _SIGNATURE and isinstance(v, str):
+                        self._formats_only(v, out)  # opaque, but a provider's key pasted there is one
                     continue
                 if len(k) >= 16:
                     out.extend((v2, k2) for v2, k2, _s, _e in self.find(k))
@@ -915,11 +1280,24 @@ class Detector:
             if isinstance(name, str) and isinstance(v, str) and _name_is_secret(name) and looks_secret(v, True):
                 out.append((v, _keyword_kind(name)))
 
+    def _formats_only(self, value: str, out: list) -> None:
+        """The key formats alone (no keyword, no decoding) in an opaque value: a thinking block's
+        base64 signature holds none of their prefixes by chance, a key put there does."""
+        found: list = []
+        for i in self.needles.match(value):
+            if i < _N_FORMATS:
+                FORMATS[i].find(value, found)
+        out.extend((v, k) for v, k, _s, _e in found)
+
     def _string(self, value: str, out: list, key: str | None, cut: bool = False) -> None:
         for v, k, _s, _e in self.find(value, cut):
             out.append((v, k))
         if key is not None and _name_is_secret(key) and looks_secret(value, quoted=True):
             out.append((value, _keyword_kind(key)))
+        elif key is not None and _env_key_name(key) and _random_key(value):
+            out.append((value, "secret"))
+        elif key in _AUTH_KEYS and _basic_auth(value):
+            out.append((value, "basic_auth"))
 
     def _list(self, items: list, out: list) -> None:
         """Consecutive text (or thinking) blocks are read as one text: a key
@@ -1004,7 +1382,10 @@ def _url_decode(text: str) -> str:
 
 
 # Binary payloads: opaque signatures and encrypted reasoning (and image data, by block type).
-_OPAQUE = frozenset(("thinkingSignature", "textSignature", "signature", "encrypted_content"))
+# A "signature" (Claude Code's thinking blocks, but also any tool's JSON) is read for the key
+# formats alone (Detector._formats_only) and replaced in like any string: a key put there is one.
+_OPAQUE = frozenset(("thinkingSignature", "textSignature", "encrypted_content"))
+_SIGNATURE = "signature"
 
 
 def _loads(text: str) -> Any:

@@ -3,7 +3,7 @@
 Every value is generated here (random characters behind the right prefix and
 of the right length): none is a real credential. ``plants(rng)`` gives one
 fresh value of every class issue #12 lists (and of every format the detector
-knew before); ``build(root)`` writes OpenClaw transcripts that put every
+knew before), and of every class section 3 of issue #22 lists (``issue=22``); ``build(root)`` writes OpenClaw transcripts that put every
 class in every field (message text, thinking, tool arguments, tool results,
 JSON inside text, error messages, custom / custom_message / compaction /
 label entries, sessions.json label, displayName and spawnedBy, cwd, file
@@ -68,6 +68,7 @@ class Plant:
     encoded: list[str] = field(default_factory=list)  # encoded forms that must not survive either
     one_line: bool = True  # fits a file name or a path
     label_ok: bool = False  # not one line of prose, but fits a label
+    issue: int = 12  # the issue that listed the class (22: section 3's, what real users paste)
 
     def short(self, limit: int, path: bool = False) -> bool:
         return (self.one_line or (self.label_ok and not path)) and len(self.text) <= limit and "\n" not in self.text
@@ -212,6 +213,87 @@ def plants(rng: random.Random) -> list[Plant]:
     v = "sk-ant-api03-" + fake(rng, AN + "-_", 60)
     whole = base64.b64encode(v.encode()).decode()
     add("base64_whole", f"ANTHROPIC_KEY_B64={whole}", v, encoded=[whole[4:-4]])
+    # -- issue 22 §3: what real users paste --
+    first_22 = len(out)
+    for cls, fmt in (("mongosh_p", "mongosh mongodb://db:27017/app -u admin -p {} --authenticationDatabase admin"),
+                     ("sqlcmd_P", 'sqlcmd -S db,1433 -U sa -P "{}" -Q "SELECT 1"'),
+                     ("smbclient_U", "smbclient //files/share -U bob%{} -c ls"),
+                     ("htpasswd_b", "htpasswd -bc .htpasswd admin {}"),
+                     ("openssl_passout", "openssl pkcs12 -export -in c.pem -inkey k.pem -out c.p12 -passout pass:{}"),
+                     ("keytool_storepass", "keytool -list -keystore app.jks -storepass {}"),
+                     ("ldapsearch_w", "ldapsearch -x -H ldap://dc1 -D cn=admin,dc=corp -w {} -b dc=corp"),
+                     ("zip_P", "zip -P {} backup.zip db.sql"),
+                     ("7z_p", "7z a -p{} -mhe=on backup.7z data"),
+                     ("sudo_S", "echo {} | sudo -S systemctl restart nginx"),
+                     ("net_use", "net use Z: \\\\files\\share {} /user:CORP\\bob"),
+                     ("lftp_u", "lftp -u deploy,{} sftp://files.example.com"),
+                     ("odbc_pwd", "Driver={{ODBC Driver 18 for SQL Server}};Server=db;Database=app;Uid=sa;Pwd={};"),
+                     ("cjk_traditional", "伺服器的密碼是{}"),
+                     ("token_shi", "token 是 {}"),
+                     ("secret_shi", "secret 是{}"),
+                     ("russian_password", "пароль: {}"),
+                     ("url_password_hash_slash", "DATABASE_URL=postgres://app:{}@db.example.com:5432/app")):
+        v = password(rng, 14) if cls != "url_password_hash_slash" else fake(rng, AN, 6) + "#" + fake(rng, AN, 4) + "/" + \
+            fake(rng, AN, 5)
+        add(cls, fmt.format(v), v)
+    v = fake(rng, B64, 40) + "%2B" + fake(rng, AN, 3) + "%3D"
+    add("azure_sas_sig", f"https://acct.blob.core.windows.net/c/f.bin?sv=2022-11-02&sp=r&se=2026-05-01&sig={v}",
+        v.replace("%2B", "+").replace("%3D", "="), v)
+    v = fake(rng, URLSAFE, 54) + "=="
+    add("azure_function_code", f"curl 'https://fn-app.azurewebsites.net/api/Export?code={v}'", v)
+    v = fake(rng, HEX, 32)
+    add("ocp_apim_key", f"curl -H 'Ocp-Apim-Subscription-Key: {v}' https://api.cognitive.microsoft.com/x", v)
+    v = fake(rng, URLSAFE, 68)
+    add("discord_webhook", f"https://discord.com/api/webhooks/{fake(rng, string.digits, 19)}/{v}", v)
+    v = str(uuid.UUID(int=rng.getrandbits(128), version=4))
+    add("feishu_webhook", f"https://open.feishu.cn/open-apis/bot/v2/hook/{v}", v)
+    v = str(uuid.UUID(int=rng.getrandbits(128), version=4))
+    add("wecom_webhook", f"https://qyapi.weixin.qq.com/cgi-bin/webhook/send?key={v}", v)
+    v = fake(rng, HEX, 32)
+    add("sentry_dsn", f"SENTRY_DSN=https://{v}@o{fake(rng, string.digits, 6)}.ingest.sentry.io/{fake(rng, string.digits, 7)}", v)
+    v = fake(rng, HEX, 40)
+    add("x_oauth_basic", f"git clone https://{v}:x-oauth-basic@github.com/me/private.git", v)
+    for cls, name, v in (("rails_master_key", "RAILS_MASTER_KEY", fake(rng, HEX, 32)),
+                         ("laravel_app_key", "APP_KEY", "base64:" + base64.b64encode(rng.randbytes(32)).decode()),
+                         ("fernet_key", "FERNET_KEY", base64.urlsafe_b64encode(rng.randbytes(32)).decode()),
+                         ("license_key", "NEW_RELIC_LICENSE_KEY", fake(rng, HEX, 36) + "NRAL"),
+                         ("mistral_key", "MISTRAL_KEY", fake(rng, AN, 32))):
+        add(cls, f"{name}={v}", v)
+    v = "hvs." + fake(rng, URLSAFE, 90)
+    add("vault_token", f"vault login {v}", v)
+    v = "IQoJb3JpZ2luX2VjE" + fake(rng, B64, 1100) + "=="
+    add("aws_session_token", f"aws_session_token = {v}", v[:500], v[500:1000], v[1000:])
+    v = base64.b64encode(f"bob:{password(rng, 14)}".encode()).decode()
+    add("npmrc_auth", f"//npm.corp.example/:_auth={v}", v)
+    v = base64.b64encode(f"deploy:{password(rng, 16)}".encode()).decode()
+    add("docker_auth", f'{{"auths": {{"ghcr.io": {{"auth": "{v}"}}}}}}', v)
+    body = [fake(rng, B64, 64) for _ in range(4)]
+    add("encrypted_pkcs8", "-----BEGIN ENCRYPTED PRIVATE KEY-----\n" + "\n".join(body) +
+        "\n-----END ENCRYPTED PRIVATE KEY-----", *body)
+    body = [fake(rng, B64, 64) for _ in range(3)]
+    add("putty_v3", "PuTTY-User-Key-File-3: ssh-ed25519\nEncryption: none\nComment: eddsa-key\nPublic-Lines: 1\n"
+        f"{body[0]}\nPrivate-Lines: 2\n{body[1]}\n{body[2]}\nPrivate-MAC: {fake(rng, HEX, 64)}", body[1], body[2])
+    v = "AGE-SECRET-KEY-1" + fake(rng, string.ascii_uppercase + string.digits, 58)
+    add("age_secret_key", f"# created: 2026-04-05\n{v}", v)
+    body = [fake(rng, B64, 64) for _ in range(4)]
+    add("pem_line_numbers", "     1\t-----BEGIN RSA PRIVATE KEY-----\n" +
+        "".join(f"     {i + 2}\t{b}\n" for i, b in enumerate(body)), *body)
+    v = "sk-proj-" + fake(rng, AN, 60)
+    add("key_concatenated", f'key = "{v[:24]}" + "{v[24:]}"', v[:24], v[24:])
+    v = "sk-ant-api03-" + fake(rng, AN, 150)
+    line = "$ cat .env | grep ANTHROPIC; ANTHROPIC_API_KEY=" + v
+    add("key_terminal_wrap", line[:80] + "\n" + line[80:160] + "\n" + line[160:], line[46:80], line[80:160], line[160:])
+    v = "ghp_" + fake(rng, AN, 36)
+    add("key_shell_continuation", f"export GH_TOKEN={v[:20]}\\\n{v[20:]}", v[:20], v[20:])
+    v = fake(rng, AN, 10) + "/" + fake(rng, AN, 6) + "+" + fake(rng, AN, 8)
+    enc = v.replace("/", "%252F").replace("+", "%252B")
+    add("double_url_encoded", f"GET /login?next=%2Fapi%3Ftoken%253D{enc}%2526x%253D1 HTTP/1.1", v, enc)
+    v = "sk-ant-api03-" + fake(rng, AN, 60)
+    add("key_in_signature_field", json.dumps({"type": "webhook", "signature": v}), v)
+    v = "AKIA" + fake(rng, string.ascii_uppercase + string.digits, 15) + "7"
+    add("aws_id_in_base64_run", f"blob: {fake(rng, B64, 40)}{v}{fake(rng, string.ascii_lowercase, 12)}", v)
+    for p in out[first_22:]:
+        p.issue = 22
     return out
 
 
@@ -412,6 +494,15 @@ LOOK_ALIKES = [
     "openssl rand -base64 32 prints a new random key each time",
     "data:image/png;base64," + PNG[:200],
     "Listening on 0.0.0.0:8080 (pid 4242) at 2026-04-05T01:02:03.456Z",
+    # issue 22 §3's shapes, without a credential
+    "mongosh -u admin -p; 7z x a.7z -p; unzip -P $ZIPPW a.zip; echo \"$PW\" | sudo -S ls; sqlcmd -P",
+    "Server=db;Database=app;Uid=sa;Pwd=; and echo $PWD",
+    "the sig= parameter signs a SAS URL; ?code=abc is a short one",
+    "SORT_KEY=created_at PRIMARY_KEY=id STORAGE_KEY=app-state-v2 S3_KEY=uploads/2024/a.pdf",
+    "cd ~/.claude/projects/-home-u-sk-learn-experiments-2024",
+    "http://example.com:8080/foo@bar.com and pip install git+https://github.com:org/pkg.git@v1.2",
+    'print("a" + "b") and name = "first" "second"',
+    "token 是什么？Введите пароль для входа",
 ]
 
 

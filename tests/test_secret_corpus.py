@@ -1,4 +1,4 @@
-"""Issue #12: no planted credential, nor any 10-character piece of one,
+"""Issues #12 and #22 (§3): no planted credential, nor any 10-character piece of one,
 reaches the snapshot; look-alikes come through untouched; ``agentbase
 secrets`` counts what the export redacted.
 
@@ -71,9 +71,11 @@ class Windows:
 def test_the_corpus_is_big_enough(corpus):
     placed = corpus["placed"]
     values = {v for p in placed for v in p.plant.values}
-    assert len(values) >= 115
+    assert len(values) >= 2000
     classes = {p.plant.cls for p in placed}
-    assert len(classes) >= 60
+    assert len(classes) >= 110
+    # issue 22 §3: every class it lists (what real users paste) is planted
+    assert len({p.plant.cls for p in placed if p.plant.issue == 22}) >= 45
     fields = {p.field for p in placed}
     assert set(C.CONTENT_FIELDS) | set(C.SHORT_FIELDS) <= fields
     # every class in every content field; every class that fits in every short one

@@ -499,13 +499,13 @@ def _message_row(entry_id: str, parent: str | None, role: str, blocks: list | No
     }
     row.update(values)
     if row["text_preview"] is not None:
-        row["text_preview"] = P.strip_html(row["text_preview"][: P.PREVIEW_CHARS * 8])[: P.PREVIEW_CHARS]
+        row["text_preview"] = P.cut_text(P.strip_html(row["text_preview"][: P.PREVIEW_CHARS * 8]))
     return row
 
 
 def _entry_row(entry_id: str, parent: str | None, ev: Event, custom: str | None, preview: str | None) -> dict:
     if preview is not None:
-        preview = P.strip_html(preview[: P.PREVIEW_CHARS * 8])[: P.PREVIEW_CHARS]
+        preview = P.cut_text(P.strip_html(preview[: P.PREVIEW_CHARS * 8]))
     return {"entry_uuid": entry_id, "parent_uuid": parent, "entry_type": ev.type[:64] or None,
             "custom_type": custom, "text_preview": preview, "timestamp": _time(ev.ts), "seq": ev.seq,
             "raw_json": ev.raw.decode("utf-8", "replace")}
@@ -769,7 +769,7 @@ class SessionRow:
 
     def info(self, last_run: dict | None) -> SessionInfo:
         v = self.values
-        title = _text(v["title"], 512) or None
+        title = P.cut_str(v["title"], 512) or None
         archived = bool(_int(v["archived"]))
         values = {
             "cwd": _text(v["workspace_dir"], 512), "started_at": _time(v["created_at"]), "title": title,
@@ -1174,8 +1174,8 @@ class AgentServerSource(Source):
               indexes=(("day",), ("status",), ("session_id",), ("agent_id",), ("server",), ("started_at",))),
         Table(INTERACTIONS, local_time_from="created_at", redact=("request", "response"),
               indexes=(("day",), ("kind",), ("status",), ("session_id",), ("agent_id",))),
-        Table(FILES, local_time_from="created_at", indexes=(("day",), ("origin",), ("session_id",), ("agent_id",))),
-        Table(AUDIT_LOGS, local_time_from="ts", redact=("summary", "detail"),
+        Table(FILES, local_time_from="created_at", redact=("rel_path",), indexes=(("day",), ("origin",), ("session_id",), ("agent_id",))),
+        Table(AUDIT_LOGS, local_time_from="ts", redact=("summary", "detail", "actor"),
               indexes=(("day",), ("kind",), ("actor",), ("session_id",), ("server",), ("agent_id",), ("ts",))),
         Table(USAGE_DAILY, indexes=(("date",), ("provider",), ("model",), ("api_key_id",), ("server",))),
     )

@@ -730,8 +730,8 @@ class ClaudeParser:
                 v["started_at"] = ts
         cwd = obj.get("cwd")
         if v.get("cwd") is None and isinstance(cwd, str) and cwd:
-            v["cwd"] = cwd[:512]
-            v["project"] = cwd[:255]
+            v["cwd"] = P.cut_text(cwd, 512)
+            v["project"] = P.cut_text(cwd, 255)
         if v.get("project") is None:
             project = decode_project(self.ctx.project)
             if project:
@@ -740,9 +740,9 @@ class ClaudeParser:
             v["parent_session_uuid"] = session.split(":", 1)[0][:64]
         t = obj.get("type")
         if t == "ai-title" and isinstance(obj.get("aiTitle"), str):
-            v["title"] = obj["aiTitle"][:512]
+            v["title"] = P.cut_text(obj["aiTitle"], 512)
         elif t == "custom-title" and isinstance(obj.get("customTitle"), str):
-            v["title"] = obj["customTitle"][:512]
+            v["title"] = P.cut_text(obj["customTitle"], 512)
 
     def _note_previous(self, obj: dict) -> None:
         """A main line carrying another session's id (the compact summary opening a continued 1.0.x
@@ -812,7 +812,7 @@ class ClaudeParser:
         if t == "summary" and isinstance(obj.get("leafUuid"), str) and isinstance(obj.get("summary"), str):
             # A title pointer: the title of the conversation ending at leafUuid, when it is here.
             if _h8(obj["leafUuid"]) in self.ids and st["v"].get("title") is None:
-                st["v"]["title"] = obj["summary"][:512]
+                st["v"]["title"] = P.cut_text(obj["summary"], 512)
 
     def _line_links(self, session: str, obj: dict) -> None:
         """Facts that tie a sub-agent to the tool call that started it."""
@@ -1091,13 +1091,13 @@ def _entry_preview(obj: dict) -> str | None:
                 "operation"):
         value = obj.get(key)
         if isinstance(value, str) and value:
-            return P.strip_html(value[: P.PREVIEW_CHARS * 8])[: P.PREVIEW_CHARS]
+            return P.cut_text(P.strip_html(value[: P.PREVIEW_CHARS * 8]))
     attachment = obj.get("attachment")
     if isinstance(attachment, dict):
         for key in ("content", "prompt", "filename", "type"):
             value = attachment.get(key)
             if isinstance(value, str) and value:
-                return P.strip_html(value[: P.PREVIEW_CHARS * 8])[: P.PREVIEW_CHARS]
+                return P.cut_text(P.strip_html(value[: P.PREVIEW_CHARS * 8]))
     return None
 
 

@@ -151,7 +151,7 @@ def _s(value: Any, limit: int | None = None) -> str | None:
 def _preview(text: str | None) -> str | None:
     if not isinstance(text, str):
         return None
-    return P.strip_html(text[: P.PREVIEW_CHARS * 8])[: P.PREVIEW_CHARS]
+    return P.cut_text(P.strip_html(text[: P.PREVIEW_CHARS * 8]))
 
 
 def _dumps(value: Any) -> str:
@@ -497,7 +497,7 @@ class RolloutParser:
 
     def _meta(self, payload: dict, obj: dict, info: dict) -> None:
         """Session values from the first session_meta; arms the fork gate."""
-        cwd = _s(payload.get("cwd"), 512)
+        cwd = P.cut_str(payload.get("cwd"), 512)
         info["cwd"] = cwd
         info["project"] = _project(cwd)
         info["started_at"] = P.format_timestamp(payload.get("timestamp")) or P.format_timestamp(obj.get("timestamp"))
@@ -587,7 +587,7 @@ class RolloutParser:
                 model = _s(payload.get("model"), 128)
                 if model:
                     self.extra["model"] = model
-                cwd = _s(payload.get("cwd"), 512)
+                cwd = P.cut_str(payload.get("cwd"), 512)
                 info = self.extra.setdefault("info", {})
                 if cwd and not info.get("cwd"):
                     info["cwd"], info["project"] = cwd, _project(cwd)
@@ -624,7 +624,7 @@ class RolloutParser:
                     m = _CWD_RE.search(b.get("text") or "") if b.get("type") == "text" else None
                     if m:
                         info = self.extra.setdefault("info", {})
-                        info["cwd"], info["project"] = m.group(1)[:512], _project(m.group(1))
+                        info["cwd"], info["project"] = P.cut_text(m.group(1), 512), _project(m.group(1))
                         break
             row = self._row(index, role, blocks, ts, raw, approximate, is_context=context)
             self._message(index, obj, raw, row, None, result, model_written=role == "assistant")

@@ -404,7 +404,7 @@ class SessionParser:
         values = {"started_at": created, "times_approximate": int(own_times < dated)}
         title = header.get("title")
         if isinstance(title, str) and title.strip() not in PLACEHOLDER_TITLES:
-            values["title"] = title[:512]
+            values["title"] = P.cut_text(title, 512)
         raw = None
         if header:
             kept = {k: v for k, v in header.items() if k not in ("messages", "compressed_context", "updated_at")}

@@ -127,11 +127,11 @@ class IndexFile(Unit):
             rows.append({
                 "server": self.server, "agent_id": self.agent_id, "session_key": key[:255],
                 "session_uuid": P.visible_id(value["sessionId"])[:64],
-                "label": P._str(value.get("label"), 255),
-                "display_name": P._str(value.get("displayName"), 255),
+                "label": P.cut_str(value.get("label"), 255),
+                "display_name": P.cut_str(value.get("displayName"), 255),
                 "channel": P._str(value.get("channel") or value.get("lastChannel") or origin.get("provider"), 64),
                 "chat_type": P._str(value.get("chatType") or origin.get("chatType"), 32),
-                "spawned_by": P._str(value.get("spawnedBy"), 255),
+                "spawned_by": P.cut_str(value.get("spawnedBy"), 255),
                 "updated_at": P._int(value.get("updatedAt")),
             })
         yield Batch(None, rows=[("session_index", rows, ("server", "agent_id", "session_key"))])
