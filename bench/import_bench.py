@@ -176,7 +176,8 @@ def parse_derive(tree: Path) -> tuple[int, float]:
     """(bytes, seconds) for the importer's own reader and parser over the tree,
     deriving every row it would store (messages, tool calls, entries), with no
     store at all: the most any store's import could reach on this machine."""
-    from importer.sources import Container, discover
+    from importer.sources import discover
+    from importer.units import Container
 
     units = [u for u in discover([str(tree)]).units if not isinstance(u, Container) and not u.meta]
     nbytes = 0

@@ -47,7 +47,7 @@ from typing import Any, BinaryIO, Callable, Iterator
 import orjson
 import zstandard
 
-from .sources.base import SourceError as _SourceError
+from .units import SourceError as _SourceError
 
 AGENT_DB_NAME = "openclaw-agent.sqlite"
 INCOGNITO_DB_NAME = "incognito-openclaw-agent.sqlite"

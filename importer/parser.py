@@ -277,7 +277,7 @@ class TranscriptParser:
 
     def sessions(self) -> dict:
         """The session-level values the file's header gives (none without one)."""
-        from .sources.base import SessionInfo
+        from .units import SessionInfo
 
         state = self.state
         header = state.header

@@ -7,7 +7,7 @@ entry point group. Built-in kinds and plug-ins take the same path: adding a
 kind is adding a module (and its tests), nothing else.
 
 :func:`discover` turns the paths a user names into units and containers
-(``base.py``), asking each kind, in ``order``, whether it recognises its layout
+(``importer/units.py``), asking each kind, in ``order``, whether it recognises its layout
 at the path; several may (an OpenClaw state dir holds JSONL files and SQLite
 stores). A single file goes to the first kind that claims it by name and
 first bytes. A folder no kind recognises may hold one tree per server: each
@@ -22,10 +22,12 @@ import importlib
 import logging
 import pkgutil
 
-from .base import (  # noqa: F401  (the package's public names)
-    Batch, Checkpoint, Container, Discovery, NotATranscript, Opened, Outcome, Problem, Scope, SessionInfo, Source,
-    SourceError, SourceLost, Unit, default_server_name, file_token, sort_units, unchanged,
+# The package's public names: what a kind (built in or a plug-in) builds on.
+from ..units import (  # noqa: F401
+    Batch, Checkpoint, Container, NotATranscript, Opened, Outcome, Problem, SessionInfo, SourceError, SourceLost,
+    Unit, file_token, unchanged,
 )
+from .base import Discovery, Scope, Source, default_server_name, sort_units  # noqa: F401
 from .fs import LOCAL, FileSystem, shown
 
 log = logging.getLogger("agentbase")

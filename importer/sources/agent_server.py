@@ -47,9 +47,8 @@ import orjson
 
 from .. import parser as P
 from ..shape import Table
-from .base import (
-    Batch, Checkpoint, Container, Discovery, Opened, Outcome, Scope, SessionInfo, Source, SourceError, Unit,
-)
+from ..units import Batch, Checkpoint, Container, Opened, Outcome, SessionInfo, SourceError, Unit
+from .base import Discovery, Scope, Source
 from .fs import FileSystem
 
 KIND = "agent-server"

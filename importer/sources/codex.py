@@ -51,7 +51,8 @@ import orjson
 from .. import parser as P
 from ..parser import ChunkResult, Entry, ParseState
 from ..reader import read_lines
-from .base import Discovery, Scope, SessionInfo, Source, Unit
+from ..units import SessionInfo, Unit
+from .base import Discovery, Scope, Source
 from .fs import FileSystem
 
 AGENT = "codex"

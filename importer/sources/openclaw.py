@@ -19,7 +19,8 @@ import orjson
 from .. import parser as P
 from ..reader import read_lines
 from ..store import Store
-from .base import Batch, Checkpoint, Discovery, NotATranscript, Outcome, Scope, Source, Unit
+from ..units import Batch, Checkpoint, NotATranscript, Outcome, Unit
+from .base import Discovery, Scope, Source
 from .fs import FileSystem
 
 STATE_DIR_NAMES = (".openclaw", ".clawdbot", ".moltbot")

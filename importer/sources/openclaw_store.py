@@ -28,7 +28,8 @@ from contextlib import contextmanager
 from .. import openclaw_db
 from .. import parser as P
 from ..store import Store
-from .base import Batch, Checkpoint, Container, Discovery, Opened, Outcome, Scope, Source, SourceError, Unit
+from ..units import Batch, Checkpoint, Container, Opened, Outcome, SourceError, Unit
+from .base import Discovery, Scope, Source
 from .fs import FileSystem
 from .openclaw import IMPORT_ARCHIVE_DIR, TranscriptFile, claimed_session, state_agents_dir
 
