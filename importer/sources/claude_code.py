@@ -55,7 +55,7 @@ from functools import partial
 import orjson
 
 from .. import parser as P
-from ..reader import read_lines
+from .reader import read_lines
 from ..units import Batch, Checkpoint, Outcome, SessionInfo, Unit
 from .base import Discovery, Scope, Source
 from .fs import FileSystem

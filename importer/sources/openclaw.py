@@ -17,7 +17,7 @@ import re
 import orjson
 
 from .. import parser as P
-from ..reader import read_lines
+from .reader import read_lines
 from ..store import Store
 from ..units import Batch, Checkpoint, NotATranscript, Outcome, Unit
 from .base import Discovery, Scope, Source
@@ -97,7 +97,7 @@ class TranscriptFile(Unit):
     def open(self):
         f = self.raw()
         if self.name.endswith(".zst"):
-            from ..openclaw_db import ZstdReader
+            from .openclaw_db import ZstdReader
 
             return ZstdReader(f)
         return f

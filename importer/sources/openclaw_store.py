@@ -25,7 +25,7 @@ import itertools
 import logging
 from contextlib import contextmanager
 
-from .. import openclaw_db
+from . import openclaw_db
 from .. import parser as P
 from ..store import Store
 from ..units import Batch, Checkpoint, Container, Opened, Outcome, SourceError, Unit

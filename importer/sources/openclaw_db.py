@@ -1,4 +1,5 @@
-"""OpenClaw's SQLite store (2026.8+): reading it safely, read-only.
+"""OpenClaw's SQLite store (2026.8+): reading it safely, read-only. A helper of
+the OpenClaw kinds (openclaw_store.py; openclaw.py for its zstd archives).
 
 Since OpenClaw 2026.8.1 transcripts live in one SQLite database per agent,
 ``<state>/agents/<agent>/agent/openclaw-agent.sqlite`` (FORMAT.md section 9).
@@ -47,7 +48,7 @@ from typing import Any, BinaryIO, Callable, Iterator
 import orjson
 import zstandard
 
-from .units import SourceError as _SourceError
+from ..units import SourceError as _SourceError
 
 AGENT_DB_NAME = "openclaw-agent.sqlite"
 INCOGNITO_DB_NAME = "incognito-openclaw-agent.sqlite"

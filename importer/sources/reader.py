@@ -1,5 +1,5 @@
-"""The reader stage for line-oriented transcripts: what is new in a file, as
-parsed entries. No database is involved.
+"""Reading line-oriented units (OpenClaw and pi JSONL, Claude Code, Codex): what
+is new in a file, as parsed entries. A helper of the kinds; no database.
 
 ``read_lines`` reads a unit's bytes (or only what it gained since its
 checkpoint) in bounded chunks and hands them to a line parser (for OpenClaw
@@ -12,8 +12,8 @@ the writer).
 
 from __future__ import annotations
 
-from . import parser as P
-from .units import Batch, Checkpoint, Outcome, Reading, Unit
+from .. import parser as P
+from ..units import Batch, Checkpoint, Outcome, Reading, Unit
 
 CHUNK = 4 * 1024 * 1024  # bytes read at a time; memory stays bounded by this plus the longest line
 WINDOW = 1024  # bytes hashed at the head and before the last offset to tell an append from a rewrite
