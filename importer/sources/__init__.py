@@ -32,7 +32,7 @@ from .fs import LOCAL, FileSystem, shown
 
 log = logging.getLogger("agentbase")
 
-_INFRASTRUCTURE = {"base", "fs", "reader", "openclaw_db"}  # helpers of the kinds, not kinds
+_INFRASTRUCTURE = {"base", "fs", "reader", "readonly", "openclaw_db"}  # helpers of the kinds, not kinds
 _registry: list[Source] | None = None
 SNIFF_BYTES = 64 * 1024
 

@@ -45,8 +45,7 @@ COPIED_TABLES = ("schema_meta", "transcript_events", "session_windows", "session
 
 
 def copied_tables() -> list[str]:
-    names = set(openclaw_db.READABLE_TABLES) | set(COPIED_TABLES)
-    return sorted(n for n in names if not n.startswith("sqlite_"))
+    return sorted(set(openclaw_db.READABLE_TABLES) | set(COPIED_TABLES))
 
 
 class AgentStore(Container):
