@@ -79,6 +79,12 @@ def _plugins() -> list[Source]:
     return out
 
 
+def kind(name: str) -> Source:
+    """The registered kind of that ``name`` (a kind hands work to another by
+    name, without importing it)."""
+    return next(s for s in all_sources() if s.name == name)
+
+
 def kinds() -> list[str]:
     """The ``source`` column's values, one per kind."""
     return sorted({s.kind for s in all_sources()})
@@ -208,7 +214,7 @@ def _problems(fs: FileSystem, server: str, out: Discovery) -> None:
     agents_by_folder: dict[str, tuple[str, str]] = {}
     for unit in out.units:
         agents_by_folder.setdefault(fs.dirname(unit.path), (unit.server, unit.agent_id))
-    openclaw = next(s for s in all_sources() if s.name == "openclaw")
+    openclaw = kind("openclaw")
     seen = set()
     for folder, name in fs.bad_names:
         parent = fs.basename(folder)
@@ -257,7 +263,7 @@ def _file(fs: FileSystem, path: str, found: tuple, scope: Scope, out: Discovery)
     kinds = all_sources()
     chosen = next((s for s in kinds if s.claims_file(name, head)), None)
     if chosen is None:
-        chosen = next(s for s in kinds if s.name == "openclaw")  # imported as such: ignored when it is not one
+        chosen = kind("openclaw")  # imported as such: ignored when it is not one
     unit = chosen.file_unit(fs, path, size, mtime_ns, scope, out)
     if unit is not None:
         out.add(unit)

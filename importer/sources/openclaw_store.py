@@ -27,7 +27,6 @@ from contextlib import contextmanager
 
 from . import openclaw_db
 from .. import parser as P
-from ..store import Store
 from ..units import Batch, Checkpoint, Container, Opened, Outcome, SourceError, Unit
 from .base import Discovery, Scope, Source
 from .fs import FileSystem
@@ -299,7 +298,7 @@ class OpenClawStore(Source):
 
     # -- after the run -----------------------------------------------------------
 
-    def finish_group(self, store: Store, server: str, agent_id: str, metadata: dict) -> None:
+    def finish_group(self, store, server: str, agent_id: str, metadata: dict) -> None:
         """Session metadata from the stores onto the archived sessions (a value
         the store does not know never erases one already archived), then the
         reset/rollover chain: ``next_session_id`` is the session whose
