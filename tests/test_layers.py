@@ -132,3 +132,13 @@ def test_one_function_opens_a_source_database_with_an_authorizer():
             if isinstance(node, ast.Attribute) and node.attr == "set_authorizer":
                 callers.append(str(path.relative_to(REPO)))
     assert callers == ["importer/sources/readonly.py"]
+
+
+def test_the_runtime_ships_the_demo_only():
+    """Benchmark trees are written by bench/trees.py; the package keeps the small demo the main job
+    imports (``agentbase import`` with nothing configured) and the generator it is made with."""
+    tree = ast.parse((PACKAGE / "demo.py").read_text(encoding="utf-8"))
+    functions = {n.name for n in tree.body if isinstance(n, ast.FunctionDef) and not n.name.startswith("_")}
+    assert functions == {"generate_demo"}
+    bench = ast.parse((REPO / "bench" / "trees.py").read_text(encoding="utf-8"))
+    assert {"generate_tree", "generate_file_count_tree"} <= {n.name for n in bench.body if isinstance(n, ast.FunctionDef)}
