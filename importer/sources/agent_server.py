@@ -36,7 +36,6 @@ docs/agent-server.md for what is read and how it maps to the archive.
 from __future__ import annotations
 
 import hashlib
-import os
 import sqlite3
 import zlib
 from contextlib import contextmanager

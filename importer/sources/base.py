@@ -52,10 +52,6 @@ class Discovery:
     errors: list[str] = field(default_factory=list)
     keys: set = field(default_factory=set, repr=False)  # (server, key) of every unit listed
 
-    @property
-    def files(self) -> list:  # the name older callers use
-        return self.units
-
     def add(self, item) -> bool:
         """List a unit or container once: a key listed already (by another kind,
         or another path) is not listed again. Returns whether it was added."""

@@ -52,7 +52,6 @@ from . import readonly
 
 AGENT_DB_NAME = "openclaw-agent.sqlite"
 INCOGNITO_DB_NAME = "incognito-openclaw-agent.sqlite"
-STATE_DB_REL = Path("state") / "openclaw.sqlite"
 BUSY_TIMEOUT_S = 10.0  # how long a read waits for the gateway's lock
 PAGE_EVENTS = 64  # events per keyset page: one short read each
 MAX_EVENT_BYTES = 4 * 1024 * 1024  # OpenClaw's bound for a compressed event
@@ -91,11 +90,6 @@ def connect_readonly(path: str | os.PathLike, timeout: float | None = None) -> s
 
 # ---------------------------------------------------------------------------
 # Finding stores
-
-
-def is_store_name(name: str) -> bool:
-    """The per-agent database file (never the incognito sentinel)."""
-    return name == AGENT_DB_NAME
 
 
 def registered_stores(state_db: str | os.PathLike, state_dir: str) -> list[tuple[str, str]]:
