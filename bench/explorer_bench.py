@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Explorer benchmark: Datasette + the AgentBase plugin on a snapshot of >= 1,000,000 messages.
 
-Builds (once per --workdir) a generated tree (importer.demo.generate_tree, made-up text) plus one long
+Builds (once per --workdir) a generated tree (bench/trees.py generate_tree, made-up text) plus one long
 session of >= 2,000 messages, imports it into the embedded SQLite store, replicates the rows with SQL
 (bench/store_bench.py's replicate()) up to --messages, and exports the snapshot. Then it serves the
 snapshot with a real `agentbase serve` on a free loopback port and prints the median time of
@@ -48,6 +48,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
+import trees  # noqa: E402  (bench/trees.py)
 from importer import demo, derived  # noqa: E402
 from importer.export import export_snapshot  # noqa: E402
 from importer.store import open_store  # noqa: E402
@@ -62,18 +63,18 @@ def long_session_tree(root: Path, seed: int) -> int:
     target = 3 * 2**20
     for _ in range(8):
         rnd = random.Random(seed + 7)
-        corpus = demo._Corpus(rnd)
-        writer = demo._TreeWriter(root, rnd)
-        profile = demo._Profile(big_p=0.0, mid_p=0.02, image_p=0.01)
-        plan = demo._Plan(rnd, "main", demo.END_MS - 12 * demo.DAY_MS, target, profile)
+        corpus = demo.Corpus(rnd)
+        writer = demo.TreeWriter(root, rnd)
+        profile = demo.Profile(big_p=0.0, mid_p=0.02, image_p=0.01)
+        plan = demo.Plan(rnd, "main", demo.END_MS - 12 * demo.DAY_MS, target, profile)
         plan.branch_p = plan.compaction_p = 0.0
-        session = demo._Session(corpus, plan)
+        session = demo.Session(corpus, plan)
         session.fill()
         messages = session.stats.get("messages", 0)
         if messages >= LONG_SESSION_MESSAGES:
             if root.exists():
                 shutil.rmtree(root)
-            writer = demo._TreeWriter(root, random.Random(seed))
+            writer = demo.TreeWriter(root, random.Random(seed))
             writer.write("macmini", session, "normal", index_p=0.0)
             writer.finish()
             return messages
@@ -130,7 +131,7 @@ def build(work: Path, messages: int, size_mb: float, seed: int) -> Path:
             leftover.unlink()
     started = time.perf_counter()
     print(f"generating a {size_mb:.0f} MB tree and a {LONG_SESSION_MESSAGES:,}-message session ...", flush=True)
-    demo.generate_tree(str(work / "tree"), target_bytes=int(size_mb * 2**20), seed=seed)
+    trees.generate_tree(str(work / "tree"), target_bytes=int(size_mb * 2**20), seed=seed)
     long_count = long_session_tree(work / "long", seed)
     print(f"  long session: {long_count:,} messages; importing ...", flush=True)
     run([sys.executable, "-m", "importer", "import", str(work / "tree"), "--db", f"sqlite:///{archive}", "-q"])

@@ -47,7 +47,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tests"))
 
-from importer.demo import generate_tree  # noqa: E402
+from trees import generate_tree  # noqa: E402  (bench/trees.py)
 from transcripts import CONTENT_TABLES, Chain, header, line  # noqa: E402
 
 # sessions.json metadata too: a run killed before it is applied must apply it next time

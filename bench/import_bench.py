@@ -37,7 +37,7 @@ import orjson
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from importer import demo  # noqa: E402  (needs the sys.path line above)
+import trees  # noqa: E402  (bench/trees.py)
 
 MIB = 1024 * 1024
 
@@ -176,7 +176,8 @@ def parse_derive(tree: Path) -> tuple[int, float]:
     """(bytes, seconds) for the importer's own reader and parser over the tree,
     deriving every row it would store (messages, tool calls, entries), with no
     store at all: the most any store's import could reach on this machine."""
-    from importer.sources import Container, discover
+    from importer.sources import discover
+    from importer.units import Container
 
     units = [u for u in discover([str(tree)]).units if not isinstance(u, Container) and not u.meta]
     nbytes = 0
@@ -268,7 +269,7 @@ def main(argv=None) -> int:
     try:
         # ---- generate -------------------------------------------------------------------
         t0 = time.perf_counter()
-        gen = demo.generate_tree(tree, target_bytes=int(args.size_mb * MIB), seed=args.seed)
+        gen = trees.generate_tree(tree, target_bytes=int(args.size_mb * MIB), seed=args.seed)
         gen_s = time.perf_counter() - t0
         log(f"generated {gen['files']} files, {gen['bytes'] / MIB:.1f} MiB in {gen_s:.2f} s "
             f"({gen['bytes'] / MIB / gen_s:.0f} MiB/s); median file {gen['median_file_bytes'] / 1024:.0f} KiB, "
@@ -321,7 +322,7 @@ def main(argv=None) -> int:
 
             # ---- (d) no-change rerun over many small files -----------------------------------
             t0 = time.perf_counter()
-            small = demo.generate_file_count_tree(files_tree, files=args.files, seed=args.seed)
+            small = trees.generate_file_count_tree(files_tree, files=args.files, seed=args.seed)
             log(f"(d) generated {small['session_files']} small files ({small['bytes'] / MIB:.1f} MiB) "
                 f"in {time.perf_counter() - t0:.2f} s; first import (not timed) ...")
             first = run_import(files_tree, db_files, home)

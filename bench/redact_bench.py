@@ -7,7 +7,7 @@ import_bench's default tree.
 ``--before`` and ``--after`` are checkouts (``after`` defaults to this one),
 e.g. ``git worktree add /tmp/base <commit>`` or ``git archive <commit> | tar
 -x -C /tmp/base``. The tree is the one ``bench/import_bench.py`` generates
-(``importer.demo.generate_tree``, seed 0, 500 MiB by default); each side
+(``bench/trees.py`` generate_tree, seed 0, 500 MiB by default); each side
 imports it into its own store with its own code, then both export it
 ``--runs`` times, alternately (so a busy machine slows both alike), each
 export a child process timed from start to exit. Prints every run, the
@@ -66,11 +66,11 @@ def main(argv=None) -> int:
     try:
         tree = work / "tree"
         if not tree.exists():
-            sys.path.insert(0, str(sides["after"]))
-            from importer import demo
+            sys.path.insert(0, str(sides["after"] / "bench"))  # its bench/trees.py, with its importer
+            import trees
 
             t0 = time.perf_counter()
-            gen = demo.generate_tree(tree, target_bytes=int(args.size_mb * MIB), seed=args.seed)
+            gen = trees.generate_tree(tree, target_bytes=int(args.size_mb * MIB), seed=args.seed)
             print(f"tree: {gen['files']} files, {gen['bytes'] / MIB:.0f} MiB, {gen['messages']} messages "
                   f"({time.perf_counter() - t0:.1f} s)", flush=True)
             if args.corpus:

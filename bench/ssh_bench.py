@@ -33,7 +33,7 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tests"))
 sys.path.insert(0, str(REPO / "bench"))
 
-from importer import demo  # noqa: E402
+import trees  # noqa: E402  (bench/trees.py)
 from import_bench import append_line  # noqa: E402
 from sshd import SSHServer, sshd_missing  # noqa: E402
 
@@ -109,10 +109,10 @@ def main(argv=None) -> int:
         for db in work.glob("*.db*"):
             db.unlink()
         log(f"generating a {args.size_mb:g} MiB tree for {', '.join(SERVERS)} in {tree} ...")
-        demo.generate_tree(tree, target_bytes=int(args.size_mb * MIB), seed=args.seed, servers=SERVERS)
+        trees.generate_tree(tree, target_bytes=int(args.size_mb * MIB), seed=args.seed, servers=SERVERS)
         total = tree_bytes(tree)
         log(f"generating {3 * args.files_per_server} small files in {files} ...")
-        demo.generate_file_count_tree(files, files=3 * args.files_per_server, seed=args.seed, servers=SERVERS)
+        trees.generate_file_count_tree(files, files=3 * args.files_per_server, seed=args.seed, servers=SERVERS)
         counts = {s: sum(1 for p in (files / s).rglob("*") if p.is_file()) for s in SERVERS}
         sshd = SSHServer(work / "sshd").start()
         log(f"sshd on 127.0.0.1:{sshd.port}")

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Store benchmark: MariaDB next to the embedded SQLite store, and the snapshot export.
 
-On the same generated tree as bench/import_bench.py (importer.demo.generate_tree, same seed) it prints
+On the same generated tree as bench/import_bench.py (bench/trees.py generate_tree, same seed) it prints
 side by side:
   (a) import throughput into the embedded store and into MariaDB, and their ratio (target >= 0.5);
   (b) export time and snapshot size of that store, per million messages;
@@ -28,7 +28,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from importer.demo import generate_tree  # noqa: E402
+from trees import generate_tree  # noqa: E402  (bench/trees.py)
 from importer.export import export_snapshot  # noqa: E402
 from importer.store import open_store  # noqa: E402
 

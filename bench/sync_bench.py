@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Sync benchmark: what `agentbase sync` and `agentbase watch` cost when little changed.
 
-On a generated tree (importer.demo.generate_tree), configured as one local server per subfolder, it:
+On a generated tree (bench/trees.py generate_tree), configured as one local server per subfolder, it:
   (a) runs the first `agentbase sync` (import and a full snapshot build) and prints the snapshot's bytes
       per transcript byte (target <= 1.2);
   (b) replicates the store's rows with SQL (bench/store_bench.py's replicate()) to --messages (1,000,000)
@@ -41,7 +41,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
-from importer.demo import generate_tree  # noqa: E402
+from trees import generate_tree  # noqa: E402  (bench/trees.py)
 from importer.search import fts_query  # noqa: E402
 from store_bench import replicate  # noqa: E402
 

@@ -399,9 +399,12 @@ def parse_config(data: Any, path: str = "<config>") -> Config:
 def _prices(raw: Any, where: str) -> dict | None:
     if raw is None:
         return None
-    from .prices import parse_price_overrides
+    from .prices import PriceError, parse_price_overrides
 
-    return parse_price_overrides(raw, where)
+    try:
+        return parse_price_overrides(raw, where)
+    except PriceError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 def load_config(path: str | os.PathLike | None = None) -> Config:

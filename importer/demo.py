@@ -1,4 +1,5 @@
-"""Deterministic synthetic OpenClaw transcript generator.
+"""The demo: a small made-up OpenClaw tree that ``agentbase import`` imports when nothing
+else is configured, written by a deterministic synthetic transcript generator.
 
 Writes trees shaped like real OpenClaw state folders::
 
@@ -15,8 +16,9 @@ switches. All text is made up here from small vocabularies; nothing comes from r
 Everything is driven by one ``random.Random(seed)``, so the same call writes byte-identical
 files. Only the standard library and orjson are used.
 
-Public functions: :func:`generate_tree` (benchmark-sized tree), :func:`generate_demo`
-(small tree for the README demo) and :func:`generate_file_count_tree` (many tiny files).
+:func:`generate_demo` writes the demo (~2.5 MB). The generator's parts (:class:`Corpus`,
+:class:`Plan`, :class:`Profile`, :class:`Session`, :class:`TreeWriter`) also build the
+benchmark trees, which live with the benchmarks (``bench/trees.py``).
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from pathlib import Path
 
 import orjson
 
-__all__ = ["generate_tree", "generate_demo", "generate_file_count_tree"]
+__all__ = ["generate_demo", "Corpus", "Plan", "Profile", "Session", "TreeWriter"]
 
 KIB = 1024
 MIB = 1024 * 1024
@@ -330,7 +332,7 @@ _FAILURES = {
 }
 
 
-class _Corpus:
+class Corpus:
     """Pools of ready-made sentences, lines and commands, built once from the generator's RNG.
 
     Per-message work is then only random picks and joins, which keeps 500 MB well under a minute.
@@ -520,7 +522,7 @@ _KINDS = {
 # --------------------------------------------------------------------------------------
 
 
-class _Profile:
+class Profile:
     """Size knobs for one kind of tree (benchmark, big file, demo, tiny)."""
 
     def __init__(self, *, image_p=0.05, image_b64=(20_000, 150_000), big_p=0.02, big_cap=430_000,
@@ -546,24 +548,18 @@ class _Profile:
         self.note = note                  # length range of text next to tool calls ("Let me check...")
 
 
-_PROFILE = _Profile()
-_PROFILE_BIG = _Profile(big_p=0.10, mid_p=0.15, max_steps=10)
-_PROFILE_DEMO = _Profile(image_p=0.04, image_b64=(20_000, 40_000), big_p=0.01, big_cap=80_000, answer=(120, 1500),
+PROFILE_DEMO = Profile(image_p=0.04, image_b64=(20_000, 40_000), big_p=0.01, big_cap=80_000, answer=(120, 1500),
                          turn_gap_ms=(15_000, 900_000))
-_PROFILE_TINY = _Profile(image_p=0.0, big_p=0.0, mid_p=0.0, small_cap=300, max_steps=1, answer=(20, 160),
-                         think=(30, 120), sig_bytes=(32, 64), turn_gap_ms=(5_000, 60_000), max_turns=1,
-                         think_p=0.4, prefix=False, parallel_p=0.0, extras=False, note=(10, 40))
-
 # (channel, chatType, weight)
 _CHANNELS = [("webchat", "direct", 4), ("feishu", "direct", 4), ("feishu", "group", 2), ("telegram", "direct", 2),
              ("telegram", "group", 1), ("discord", "channel", 1)]
 _CHANNEL_NAMES = {"webchat": "WebChat", "feishu": "Feishu", "telegram": "Telegram", "discord": "Discord"}
 
 
-class _Plan:
+class Plan:
     """What a session will look like, decided before any line is written."""
 
-    def __init__(self, rnd: random.Random, agent: str, start_ms: int, target: int, profile: _Profile):
+    def __init__(self, rnd: random.Random, agent: str, start_ms: int, target: int, profile: Profile):
         self.session_id = _uuid4(rnd)
         self.agent = agent
         self.start_ms = start_ms
@@ -589,10 +585,10 @@ class _Plan:
         self.min_turns = 1        # demo: enough turns for a forced branch and compaction
 
 
-class _Session:
+class Session:
     """Builds the lines of one transcript file in memory."""
 
-    def __init__(self, corpus: _Corpus, plan: _Plan):
+    def __init__(self, corpus: Corpus, plan: Plan):
         self.c = corpus
         self.rnd = corpus.rnd
         self.p = plan
@@ -945,7 +941,7 @@ class _Session:
 # --------------------------------------------------------------------------------------
 
 
-class _TreeWriter:
+class TreeWriter:
     """Writes session files and sessions.json indexes; keeps the summary figures."""
 
     def __init__(self, root, rnd: random.Random):
@@ -967,7 +963,7 @@ class _TreeWriter:
             self.dirs.add(d)
         return d
 
-    def write(self, server: str, session: _Session, kind: str = "normal", index_p: float = 0.5) -> Path:
+    def write(self, server: str, session: Session, kind: str = "normal", index_p: float = 0.5) -> Path:
         """kind: normal (<id>.jsonl), topic (<id>-topic-<n>.jsonl) or reset (<id>.jsonl.reset.<ts>,
         the renamed live file: only the renamed name exists)."""
         rnd, p = self.rnd, session.p
@@ -1052,55 +1048,13 @@ class _TreeWriter:
         return summary
 
 
-def _agent_weights(agents) -> list:
-    return [3 if i == 0 else 1 for i in range(len(agents))]
-
-
-def generate_tree(root, target_bytes: int = 500 * MIB, seed: int = 0, servers=DEFAULT_SERVERS,
-                  agents=DEFAULT_AGENTS) -> dict:
-    """Write a benchmark tree of about `target_bytes` under `root`; return a summary dict.
-
-    Size mix: file sizes log-normal around a median of ~85 KB (3 KB .. 2 MB), about 1 file in 150
-    of 3-5 MB (at least one when target_bytes >= 20 MB), tool results up to ~440 KB per line,
-    base64 PNG-like images of 20-150 KB in some user messages. About 10% of the sessions exist only
-    as a `.jsonl.reset.<ts>` rename, ~3% as `-topic-<n>.jsonl`; each agent folder gets a sessions.json.
-    """
-    rnd = random.Random(seed)
-    corpus = _Corpus(rnd)
-    w = _TreeWriter(root, rnd)
-    weights = _agent_weights(agents)
-    window = 150 * DAY_MS
-    i = 0
-    while w.bytes < target_bytes:
-        remaining = target_bytes - w.bytes
-        server = rnd.choice(servers)
-        agent, = rnd.choices(agents, weights=weights)
-        r_big = rnd.random()
-        big = (i == 1 and target_bytes >= 20 * MIB) or (i != 1 and r_big < 1 / 150 and remaining > 3 * MIB)
-        if big:
-            target = rnd.randint(3 * MIB, 5 * MIB)
-        else:
-            # median 78 KiB planned: files overshoot their plan by part of a turn, landing near 85 KB
-            target = int(min(max(rnd.lognormvariate(math.log(78 * KIB), 0.9), 3 * KIB), 2 * MIB))
-            target = max(3 * KIB, min(target, remaining))
-        start = END_MS - window + rnd.randrange(window - DAY_MS)
-        plan = _Plan(rnd, agent, start, target, _PROFILE_BIG if big else _PROFILE)
-        r_kind = rnd.random()
-        kind = "reset" if r_kind < 0.10 else "topic" if r_kind < 0.13 else "normal"
-        session = _Session(corpus, plan)
-        session.fill()
-        w.write(server, session, kind)
-        i += 1
-    return w.finish(sessions=i)
-
-
 def generate_demo(root, seed: int = 0) -> dict:
     """Write the small (~2.5 MB) demo tree used by the README: 3 servers x 2-3 agents x 3-6 sessions,
     timestamps within the 7 days before 2026-11-28. Always contains a .reset rename, a -topic- file,
     a session with thinking, a branch and a compaction, an image, and exec commands with non-zero exits."""
     rnd = random.Random(seed)
-    corpus = _Corpus(rnd)
-    w = _TreeWriter(root, rnd)
+    corpus = Corpus(rnd)
+    w = TreeWriter(root, rnd)
     agents = list(DEFAULT_AGENTS)
     slots = []  # (server, agent) per session
     for server in DEFAULT_SERVERS:
@@ -1114,7 +1068,7 @@ def generate_demo(root, seed: int = 0) -> dict:
     week_start = END_MS - 7 * DAY_MS
     for i, ((server, agent), size) in enumerate(zip(slots, sizes)):
         start = week_start + rnd.randrange(7 * DAY_MS - 10 * 3600_000)  # sessions last a few hours at most
-        plan = _Plan(rnd, agent, start, size, _PROFILE_DEMO)
+        plan = Plan(rnd, agent, start, size, PROFILE_DEMO)
         plan.branch_p = plan.compaction_p = 0.0
         kind = "normal"
         if i == 0:
@@ -1130,28 +1084,7 @@ def generate_demo(root, seed: int = 0) -> dict:
             plan.force_fail = True
         elif i == 4:
             plan.force_image = True
-        session = _Session(corpus, plan)
+        session = Session(corpus, plan)
         session.fill()
         w.write(server, session, kind, index_p=0.6)
     return w.finish(sessions=len(slots))
-
-
-def generate_file_count_tree(root, files: int = 10_000, seed: int = 0, servers=DEFAULT_SERVERS,
-                             agents=DEFAULT_AGENTS) -> dict:
-    """Write `files` small (~1-3 KB, one or two turns) session files spread over servers/agents;
-    for the no-change rerun benchmark. About 10% are .reset renames. No sessions.json."""
-    rnd = random.Random(seed)
-    corpus = _Corpus(rnd)
-    w = _TreeWriter(root, rnd)
-    weights = _agent_weights(agents)
-    window = 150 * DAY_MS
-    for _ in range(files):
-        server = rnd.choice(servers)
-        agent, = rnd.choices(agents, weights=weights)
-        start = END_MS - window + rnd.randrange(window - DAY_MS)
-        plan = _Plan(rnd, agent, start, rnd.randint(1_000, 2_600), _PROFILE_TINY)
-        plan.branch_p = plan.compaction_p = plan.switch_p = 0.0
-        session = _Session(corpus, plan)
-        session.fill()
-        w.write(server, session, "reset" if rnd.random() < 0.10 else "normal", index_p=0.0)
-    return w.finish(sessions=files)

@@ -1,8 +1,9 @@
 """Transcript parser: bytes in, entries and rows out.
 
-Pure by design: no files, no database, no network. The pipeline feeds it the
-bytes of a transcript (whole, or only what was appended since the last run)
-and stores what comes out. See FORMAT.md sections 2-8 for the input.
+Pure by design: no files, no database, no network. A kind's reader
+(``sources/reader.py`` for line-oriented files) feeds it the bytes of a
+transcript (whole, or only what was appended since the last run); the writer
+stores what comes out. See FORMAT.md sections 2-8 for the input.
 
 Rules implemented here:
 - lines are split on ``\\n`` only (raw U+2028/U+2029/U+0085 inside JSON strings
@@ -25,7 +26,7 @@ import re
 import zlib
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Iterator
+from typing import Any
 
 import orjson
 
@@ -310,7 +311,7 @@ class TranscriptParser:
 
     def sessions(self) -> dict:
         """The session-level values the file's header gives (none without one)."""
-        from .sources.base import SessionInfo
+        from .units import SessionInfo
 
         state = self.state
         header = state.header
@@ -431,17 +432,6 @@ def _clean(value: Any) -> Any:
     if isinstance(value, list):
         return [_clean(v) for v in value]
     return value
-
-
-def iter_lines(data: bytes) -> Iterator[bytes]:
-    """Complete lines of ``data`` split on ``\\n`` only (helper for tools)."""
-    start = 0
-    while True:
-        nl = data.find(b"\n", start)
-        if nl < 0:
-            return
-        yield data[start:nl]
-        start = nl + 1
 
 
 # ---------------------------------------------------------------------------

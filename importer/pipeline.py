@@ -18,11 +18,9 @@ from typing import Callable
 
 import orjson
 
-from .reader import prefetch
-from .sources import (
-    Checkpoint, Container, Discovery, NotATranscript, Source, SourceError, SourceLost, all_sources, discover, unchanged,
-)
+from .sources import Discovery, Source, all_sources, discover
 from .store import BackgroundFailure, RowRejected, Store
+from .units import Checkpoint, Container, NotATranscript, SourceError, SourceLost, prefetch, unchanged
 from .writer import ImportReport, import_one, record_problem, unit_row
 
 log = logging.getLogger("agentbase")
@@ -341,7 +339,7 @@ def count_once_in_provider_transcripts(store: Store) -> int:
 
 
 class _Lookahead:
-    """Units read and parsed ahead (reader.prefetch) while a store that
+    """Units read and parsed ahead (units.prefetch) while a store that
     defers commits is still storing earlier ones: the parsing of the next
     units overlaps with the server's work instead of following it.
 

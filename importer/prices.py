@@ -501,31 +501,29 @@ def parse_price_overrides(data: Any, where: str = "prices") -> dict[str, dict[st
     the rate keys of LiteLLM's table (``input_cost_per_token``, ``output_cost_per_token``,
     ``cache_read_input_token_cost``, ``cache_creation_input_token_cost``,
     ``cache_creation_input_token_cost_above_1hr`` and their ``*_above_200k_tokens`` forms). Numbers
-    may be written as strings (PyYAML reads ``3e-06`` as one). Raises
-    :class:`importer.config.ConfigError` with a one-line message naming the bad key."""
-    from .config import ConfigError
-
+    may be written as strings (PyYAML reads ``3e-06`` as one). Raises :class:`PriceError` with a
+    one-line message naming the bad key (the config file's reader makes it a ``ConfigError``)."""
     if data is None:
         return {}
     if not isinstance(data, Mapping):
-        raise ConfigError(f"{where}: expected a mapping of model names to prices, e.g. "
+        raise PriceError(f"{where}: expected a mapping of model names to prices, e.g. "
                           f"{{claude-sonnet-4-5: {{{INPUT}: 3.0e-06}}}}")
     out: dict[str, dict[str, float]] = {}
     seen: dict[str, str] = {}
     for model, rates in data.items():
         if not isinstance(model, str) or not model.strip():
-            raise ConfigError(f"{where}: model names must be non-empty strings, got {model!r}")
+            raise PriceError(f"{where}: model names must be non-empty strings, got {model!r}")
         at = f"{where}.{model}"
         norm = normalise_model_name(model)
         if norm in seen:
-            raise ConfigError(f"{at}: the same model as {seen[norm]!r}")
+            raise PriceError(f"{at}: the same model as {seen[norm]!r}")
         seen[norm] = model
         if not isinstance(rates, Mapping) or not rates:
-            raise ConfigError(f"{at}: expected a mapping of rates, e.g. {{{INPUT}: 3.0e-06, {OUTPUT}: 1.5e-05}}")
+            raise PriceError(f"{at}: expected a mapping of rates, e.g. {{{INPUT}: 3.0e-06, {OUTPUT}: 1.5e-05}}")
         parsed: dict[str, float] = {}
         for key, value in rates.items():
             if not isinstance(key, str) or not (key in RATE_KEYS or _TIER_KEY_RE.match(key)):
-                raise ConfigError(f"{at}: unknown key {key!r} (known: {', '.join(RATE_KEYS)}, "
+                raise PriceError(f"{at}: unknown key {key!r} (known: {', '.join(RATE_KEYS)}, "
                                   "and their _above_200k_tokens forms)")
             number = value
             if isinstance(value, str):
@@ -535,7 +533,7 @@ def parse_price_overrides(data: Any, where: str = "prices") -> dict[str, dict[st
                     number = None
             rate = _rate(number)
             if rate is None:
-                raise ConfigError(f"{at}.{key}: expected a number of USD per token >= 0 (e.g. 3.0e-06), "
+                raise PriceError(f"{at}.{key}: expected a number of USD per token >= 0 (e.g. 3.0e-06), "
                                   f"got {value!r}")
             parsed[key] = rate
         out[model] = parsed

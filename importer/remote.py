@@ -57,8 +57,8 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from .config import Config, ServerConfig
-from .sources.base import SourceError, SourceLost
 from .sources.fs import FileSystem, Listed, PosixPaths
+from .units import SourceError, SourceLost
 
 log = logging.getLogger("agentbase")
 

@@ -1,7 +1,7 @@
 """The archive's tables, declared once as data.
 
-Column types are abstract; ``store.py`` turns them into each SQL dialect's
-DDL. Table and column names follow the original design (``parsed_files``,
+Column types are abstract; the store (``store/dialects.py``) turns them into each SQL
+dialect's DDL. Table and column names follow the original design (``parsed_files``,
 ``sessions``, ``messages``) so its example queries run as written; the rest
 (``tool_calls``, ``entries``, ``entry_revisions``, ``session_index``) extends it.
 
@@ -38,7 +38,7 @@ TABLES: dict[str, list[tuple[str, str]]] = {
         ("bad_lines", "int"),
         ("pending_lines", "int"),
         ("entries_read", "int"),
-        # The checkpoint (sources/base.py): the unit's change token when it was
+        # The checkpoint (units.py): the unit's change token when it was
         # read, and what its source's parser carries across runs.
         ("change_token", "str:160"),
         ("source", "str:32"),  # the kind: openclaw, pi, mini-openclaw, agent-server, ...

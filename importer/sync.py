@@ -24,9 +24,10 @@ from typing import Callable, Iterator
 from .config import Config
 from .pipeline import run_import
 from .writer import ImportReport
-from .sources import SourceLost, default_candidates, default_paths, discover
+from .sources import default_candidates, default_paths, discover
 from .sources.fs import FileSystem
 from .store import Store, StoreError, default_db_path
+from .units import SourceLost
 
 log = logging.getLogger("agentbase")
 

@@ -23,12 +23,10 @@ import orjson
 
 from . import parser as P
 from . import prices
-from .reader import Prefetched
-from .sources.base import Checkpoint, NotATranscript, Outcome, SessionInfo, Unit, unchanged
 from .store import Store, now_utc
+from .units import Checkpoint, NotATranscript, Outcome, Prefetched, SessionInfo, Unit, unchanged
 
-__all__ = ["ImportReport", "NotATranscript", "SessionWriter", "import_one", "in_transaction", "record_problem",
-           "unchanged", "unit_row"]
+__all__ = ["ImportReport", "SessionWriter", "import_one", "in_transaction", "record_problem", "unit_row"]
 
 log = logging.getLogger("agentbase")
 

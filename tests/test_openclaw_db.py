@@ -19,7 +19,7 @@ import zstandard
 
 import openclaw_fixtures as F
 from transcripts import Chain, do_import, header, rows, scalar, write
-from importer import openclaw_db
+from importer.sources import openclaw_db
 from importer.store import open_store
 
 REPO = Path(__file__).resolve().parents[1]

@@ -16,7 +16,7 @@ from click.testing import CliRunner
 
 from importer import prices
 from importer.cli import cli
-from importer.config import ConfigError
+from importer.config import ConfigError, parse_config
 from importer.prices import (COMPUTED, RECORDED, UNPRICED, PACKAGED_PATH, PriceError, PriceTable,
                              parse_price_overrides, price_call)
 
@@ -269,9 +269,13 @@ def test_parse_price_overrides():
         ({"gpt-5.1": {"input_cost_per_token": 1}, "gpt-5-1": {"input_cost_per_token": 1}}, "same model"),
     ]
     for data, message in bad:
-        with pytest.raises(ConfigError, match=message) as info:
+        with pytest.raises(PriceError, match=message) as info:
             parse_price_overrides(data, "prices")
         assert "\n" not in str(info.value)
+        # The config file's reader says it as a config error, the same line.
+        with pytest.raises(ConfigError, match=message) as info:
+            parse_config({"servers": [{"name": "here", "local": True}], "prices": data}, "config.yml")
+        assert "\n" not in str(info.value) and str(info.value).startswith("config.yml: prices")
 
 
 # --- cost_source -----------------------------------------------------------------------------------

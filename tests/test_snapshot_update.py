@@ -35,13 +35,15 @@ from pathlib import Path
 import pytest
 
 import conversation_fixtures as CV
-from importer import demo, derived, shape
+from importer import derived, shape
 from importer.export import export_snapshot
 from importer.pipeline import run_import
 from importer.store import open_store
 from transcripts import Chain, do_import, sessions_dir, write
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "bench"))
+import trees  # noqa: E402  (bench/trees.py: trees bigger than the demo)
 ZONE = "Asia/Shanghai"
 # a value no detector recognises alone, revealed as a password by a later line
 HIDDEN = "Vq7Lm2Xr9Tz4Kp8W"
@@ -98,7 +100,7 @@ class Archive:
         self.snapshot = tmp / "snap" / "snapshot.db"
         self.tree = tmp / "tree"
         self.builds = 0
-        demo.generate_tree(str(self.tree), target_bytes=1_500_000, seed=7)
+        trees.generate_tree(str(self.tree), target_bytes=1_500_000, seed=7)
         self.kinds = tmp / "kinds"
         CV.build_kinds_snapshot(self.kinds)  # (imports every kind into kinds/archive.db)
         shutil.copy(self.kinds / "archive.db", self.db)
@@ -439,7 +441,7 @@ def test_a_build_with_its_worker_equals_one_built_in_one_process(archive, tmp_pa
 def test_an_update_from_mariadb_equals_a_full_build(tmp_path, mariadb_url):
     """The change log works the same on MariaDB (its numbers under the store's named write lock)."""
     tree = tmp_path / "tree"
-    demo.generate_tree(str(tree), target_bytes=400_000, seed=3)
+    trees.generate_tree(str(tree), target_bytes=400_000, seed=3)
     snapshot = tmp_path / "snap" / "snapshot.db"
 
     def sync(**kw):

@@ -7,7 +7,7 @@ entry point group. Built-in kinds and plug-ins take the same path: adding a
 kind is adding a module (and its tests), nothing else.
 
 :func:`discover` turns the paths a user names into units and containers
-(``base.py``), asking each kind, in ``order``, whether it recognises its layout
+(``importer/units.py``), asking each kind, in ``order``, whether it recognises its layout
 at the path; several may (an OpenClaw state dir holds JSONL files and SQLite
 stores). A single file goes to the first kind that claims it by name and
 first bytes. A folder no kind recognises may hold one tree per server: each
@@ -22,15 +22,17 @@ import importlib
 import logging
 import pkgutil
 
-from .base import (  # noqa: F401  (the package's public names)
-    Batch, Checkpoint, Container, Discovery, NotATranscript, Opened, Outcome, Problem, Scope, SessionInfo, Source,
-    SourceError, SourceLost, Unit, default_server_name, file_token, sort_units, unchanged,
+# The package's public names: what a kind (built in or a plug-in) builds on.
+from ..units import (  # noqa: F401
+    Batch, Checkpoint, Container, NotATranscript, Opened, Outcome, Problem, SessionInfo, SourceError, SourceLost,
+    Unit, file_token, unchanged,
 )
+from .base import Discovery, Scope, Source, default_server_name, sort_units  # noqa: F401
 from .fs import LOCAL, FileSystem, shown
 
 log = logging.getLogger("agentbase")
 
-_INFRASTRUCTURE = {"base", "fs"}
+_INFRASTRUCTURE = {"base", "fs", "reader", "readonly", "openclaw_db"}  # helpers of the kinds, not kinds
 _registry: list[Source] | None = None
 SNIFF_BYTES = 64 * 1024
 
@@ -75,6 +77,12 @@ def _plugins() -> list[Source]:
             continue
         out.extend(loaded if isinstance(loaded, (list, tuple)) else [loaded])
     return out
+
+
+def kind(name: str) -> Source:
+    """The registered kind of that ``name`` (a kind hands work to another by
+    name, without importing it)."""
+    return next(s for s in all_sources() if s.name == name)
 
 
 def kinds() -> list[str]:
@@ -206,7 +214,7 @@ def _problems(fs: FileSystem, server: str, out: Discovery) -> None:
     agents_by_folder: dict[str, tuple[str, str]] = {}
     for unit in out.units:
         agents_by_folder.setdefault(fs.dirname(unit.path), (unit.server, unit.agent_id))
-    openclaw = next(s for s in all_sources() if s.name == "openclaw")
+    openclaw = kind("openclaw")
     seen = set()
     for folder, name in fs.bad_names:
         parent = fs.basename(folder)
@@ -255,7 +263,7 @@ def _file(fs: FileSystem, path: str, found: tuple, scope: Scope, out: Discovery)
     kinds = all_sources()
     chosen = next((s for s in kinds if s.claims_file(name, head)), None)
     if chosen is None:
-        chosen = next(s for s in kinds if s.name == "openclaw")  # imported as such: ignored when it is not one
+        chosen = kind("openclaw")  # imported as such: ignored when it is not one
     unit = chosen.file_unit(fs, path, size, mtime_ns, scope, out)
     if unit is not None:
         out.add(unit)

@@ -36,9 +36,7 @@ docs/agent-server.md for what is read and how it maps to the archive.
 from __future__ import annotations
 
 import hashlib
-import os
 import sqlite3
-import urllib.parse
 import zlib
 from contextlib import contextmanager
 from typing import Any, Iterator
@@ -47,9 +45,9 @@ import orjson
 
 from .. import parser as P
 from ..shape import Table
-from .base import (
-    Batch, Checkpoint, Container, Discovery, Opened, Outcome, Scope, SessionInfo, Source, SourceError, Unit,
-)
+from ..units import Batch, Checkpoint, Container, Opened, Outcome, SessionInfo, SourceError, Unit
+from .base import Discovery, Scope, Source
+from . import readonly
 from .fs import FileSystem
 
 KIND = "agent-server"
@@ -57,7 +55,6 @@ DB_NAME = "agent.db"
 DEFAULT_ROOT = "/srv/agent-server"
 # The agent id of what belongs to no profile: the database itself, server-wide rows.
 SERVER_AGENT = "agent-server"
-BUSY_TIMEOUT_S = 10.0
 PAGE_EVENTS = 64  # events per keyset page: one short read each
 BATCH = 500  # entries per batch handed to the writer
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -67,9 +64,7 @@ SQLITE_MAGIC = b"SQLite format 3\x00"
 # (provider API keys, webhook and cookie secrets).
 COPIED_TABLES = ("sessions", "profiles", "runs", "events", "interactions", "files", "audit_logs", "usage_daily")
 NEVER_READ = ("api_keys", "admin_sessions", "settings")
-READABLE_TABLES = frozenset(COPIED_TABLES) | {"sqlite_master", "sqlite_schema", "sqlite_temp_master",
-                                                "sqlite_temp_schema"}
-_PRAGMAS = frozenset({"query_only", "busy_timeout", "table_info"})
+READABLE_TABLES = frozenset(COPIED_TABLES)
 
 # Event types the importer interprets (the rest are kept as entries, counted as unknown).
 KNOWN_TYPES = frozenset({
@@ -131,55 +126,13 @@ ORDER BY a.ts, a.id""",
 
 
 # ---------------------------------------------------------------------------
-# Opening the database: read-only, WAL-safe, the credential tables refused
-
-
-def _authorizer(action: int, arg1, arg2, _db, _source) -> int:
-    if action == sqlite3.SQLITE_READ:
-        return sqlite3.SQLITE_OK if (arg1 or "") in READABLE_TABLES else sqlite3.SQLITE_DENY
-    if action == sqlite3.SQLITE_PRAGMA:
-        name = (arg1 or "").lower()
-        if name not in _PRAGMAS or (name == "table_info" and (arg2 or "") not in READABLE_TABLES):
-            return sqlite3.SQLITE_DENY
-        return sqlite3.SQLITE_OK
-    if action in (sqlite3.SQLITE_SELECT, sqlite3.SQLITE_FUNCTION, sqlite3.SQLITE_TRANSACTION):
-        return sqlite3.SQLITE_OK
-    return sqlite3.SQLITE_DENY  # no writes, no ATTACH, no temp objects
+# Opening the database: read-only, WAL-safe, the credential tables refused (readonly.py)
 
 
 def connect_readonly(path: str) -> sqlite3.Connection:
-    """A read-only connection to an ``agent.db`` that may be in use.
-
-    ``mode=ro`` keeps WAL semantics: committed rows still in ``-wal`` are seen,
-    the writer's open transaction is not, the server is never blocked.
-    ``immutable=1`` (which ignores the WAL) only for a file SQLite cannot open
-    read-only in place that has no ``-wal`` at all (a read-only folder)."""
-    path = os.path.abspath(path)
-    uri = "file:" + urllib.parse.quote(path) + "?mode=ro"
-    try:
-        return _open(uri)
-    except sqlite3.Error as exc:
-        code = getattr(exc, "sqlite_errorcode", None)
-        cannot_open = code is not None and (code & 0xFF) in (sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_READONLY)
-        if not cannot_open or os.path.exists(path + "-wal") or not os.path.isfile(path):
-            raise SourceError(f"cannot open {path} read-only: {exc}") from None
-        try:
-            return _open(uri + "&immutable=1")
-        except sqlite3.Error as exc2:
-            raise SourceError(f"cannot open {path} read-only: {exc2}") from None
-
-
-def _open(uri: str) -> sqlite3.Connection:
-    conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False)
-    try:
-        conn.set_authorizer(_authorizer)
-        conn.execute("PRAGMA query_only = ON")
-        conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
-        conn.execute("SELECT name FROM sqlite_master LIMIT 1").fetchall()  # really open it now
-    except BaseException:
-        conn.close()
-        raise
-    return conn
+    """A read-only connection to an ``agent.db`` that may be in use, allowed to
+    read :data:`COPIED_TABLES` only."""
+    return readonly.connect(path, READABLE_TABLES)
 
 
 def _index_copy(path: str) -> None:

@@ -55,8 +55,9 @@ from functools import partial
 import orjson
 
 from .. import parser as P
-from ..reader import read_lines
-from .base import Batch, Checkpoint, Discovery, Outcome, Scope, SessionInfo, Source, Unit
+from .reader import read_lines
+from ..units import Batch, Checkpoint, Outcome, SessionInfo, Unit
+from .base import Discovery, Scope, Source
 from .fs import FileSystem
 
 KIND = "claude-code"

@@ -8,7 +8,7 @@ one such tree per server works through discovery's per-server rule. A rollout fo
 ``history.jsonl``, ``session_index.jsonl`` and the state SQLite files are never opened.
 
 Both formats are read by :class:`RolloutParser` (the ``feed`` protocol of
-``parser.TranscriptParser``, so ``reader.read_lines`` reads a rollout incrementally):
+``parser.TranscriptParser``, so ``reader.read_lines`` (this package's) reads a rollout incrementally):
 
 - the old unwrapped one (until about September 2025): a header line ``{id, timestamp,
   instructions, git?}``, ``{"record_type": "state"}`` markers and bare response items, no times
@@ -50,8 +50,9 @@ import orjson
 
 from .. import parser as P
 from ..parser import ChunkResult, Entry, ParseState
-from ..reader import read_lines
-from .base import Discovery, Scope, SessionInfo, Source, Unit
+from .reader import read_lines
+from ..units import SessionInfo, Unit
+from .base import Discovery, Scope, Source
 from .fs import FileSystem
 
 AGENT = "codex"

@@ -31,8 +31,8 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import orjson
 
 from .. import parser as P
-from .base import Batch, Checkpoint, Discovery, NotATranscript, Outcome, Scope, SessionInfo, Source, SourceError, Unit
-from .base import file_token
+from ..units import Batch, Checkpoint, NotATranscript, Outcome, SessionInfo, SourceError, Unit, file_token
+from .base import Discovery, Scope, Source
 from .fs import FileSystem
 
 KIND = "mini-openclaw"

@@ -18,9 +18,9 @@ from functools import partial
 import orjson
 
 from .. import parser as P
-from ..reader import read_lines
-from ..store import Store
-from .base import Batch, Checkpoint, Discovery, NotATranscript, Outcome, Scope, Source, Unit
+from .reader import read_lines
+from ..units import Batch, Checkpoint, NotATranscript, Outcome, Unit
+from .base import Discovery, Scope, Source
 from .fs import FileSystem
 
 STATE_DIR_NAMES = (".openclaw", ".clawdbot", ".moltbot")
@@ -97,7 +97,7 @@ class TranscriptFile(Unit):
     def open(self):
         f = self.raw()
         if self.name.endswith(".zst"):
-            from ..openclaw_db import ZstdReader
+            from .openclaw_db import ZstdReader
 
             return ZstdReader(f)
         return f
@@ -188,15 +188,15 @@ class OpenClawJSONL(Source):
         it is standalone pi's."""
         parent = fs.dirname(path)
         if fs.basename(parent) != "sessions":
-            from .pi import SOURCE as PI
+            from . import kind  # (by name: pi builds on this module, not the other way)
 
-            return PI.file_unit(fs, path, size, mtime_ns, scope, out)
+            return kind("pi").file_unit(fs, path, size, mtime_ns, scope, out)
         agent = scope.agent or fs.basename(fs.dirname(parent))
         return TranscriptFile(self, scope.server, agent, path, fs.basename(path), size, mtime_ns, fs=fs)
 
     # -- after the run -----------------------------------------------------------
 
-    def finish_group(self, store: Store, server: str, agent_id: str, metadata: dict) -> None:
+    def finish_group(self, store, server: str, agent_id: str, metadata: dict) -> None:
         """Copy sessions.json metadata onto the sessions it names (newest key wins)."""
         index = store.query(
             "SELECT * FROM session_index WHERE server = ? AND agent_id = ? ORDER BY updated_at, session_key",

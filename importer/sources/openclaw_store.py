@@ -25,10 +25,10 @@ import itertools
 import logging
 from contextlib import contextmanager
 
-from .. import openclaw_db
+from . import openclaw_db
 from .. import parser as P
-from ..store import Store
-from .base import Batch, Checkpoint, Container, Discovery, Opened, Outcome, Scope, Source, SourceError, Unit
+from ..units import Batch, Checkpoint, Container, Opened, Outcome, SourceError, Unit
+from .base import Discovery, Scope, Source
 from .fs import FileSystem
 from .openclaw import IMPORT_ARCHIVE_DIR, OpenClawJSONL, TranscriptFile, claimed_session, state_agents_dir
 
@@ -44,8 +44,7 @@ COPIED_TABLES = ("schema_meta", "transcript_events", "session_windows", "session
 
 
 def copied_tables() -> list[str]:
-    names = set(openclaw_db.READABLE_TABLES) | set(COPIED_TABLES)
-    return sorted(n for n in names if not n.startswith("sqlite_"))
+    return sorted(set(openclaw_db.READABLE_TABLES) | set(COPIED_TABLES))
 
 
 class AgentStore(Container):
@@ -299,7 +298,7 @@ class OpenClawStore(Source):
 
     # -- after the run -----------------------------------------------------------
 
-    def finish_group(self, store: Store, server: str, agent_id: str, metadata: dict) -> None:
+    def finish_group(self, store, server: str, agent_id: str, metadata: dict) -> None:
         """Session metadata from the stores onto the archived sessions (a value
         the store does not know never erases one already archived), then the
         reset/rollover chain: ``next_session_id`` is the session whose

@@ -1,18 +1,33 @@
 """Schema changes: an ordered, append-only list of small named functions,
 recorded in ``_migrations`` (as llm's migrations.py does). A store written by a
-newer AgentBase is refused instead of being misread (see Store.migrate)."""
+newer AgentBase is refused instead of being misread (see Store.migrate, which
+runs them: this module knows the store only as the :class:`Migrating` it is
+handed)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable
+from typing import Any, Callable, Iterable, Protocol, Sequence
 
 from .. import schema
-
-if TYPE_CHECKING:
-    from .sqlite import Store
+from .dialects import Dialect
 
 
-def _migration_initial(store: "Store") -> None:
+class Migrating(Protocol):
+    """What a migration uses of the store it runs in (``sqlite.Store``, or its
+    MariaDB subclass), inside the store's transaction."""
+
+    dialect: Dialect
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> Any: ...
+    def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None: ...
+    def query(self, sql: str, params: Sequence[Any] = ()) -> list: ...
+    def tuples(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]: ...
+    def tables(self) -> set[str]: ...
+    def columns(self, table: str) -> list[str]: ...
+    def ensure_columns(self, table: str, names: Sequence[str]) -> None: ...
+
+
+def _migration_initial(store: Migrating) -> None:
     d = store.dialect
     for table, columns in schema.TABLES.items():
         store.execute(d.create_table(table, columns, schema.UNIQUE.get(table, [])))
@@ -21,14 +36,14 @@ def _migration_initial(store: "Store") -> None:
             store.execute(d.create_index(table, name, columns))
 
 
-def _migration_openclaw_sqlite_metadata(store: "Store") -> None:
+def _migration_openclaw_sqlite_metadata(store: Migrating) -> None:
     store.ensure_columns("sessions", [
         "reason", "previous_session_id", "next_session_id", "status", "ended_at",
         "model_provider", "model", "archived_at",
     ])
 
 
-def _migration_sources(store: "Store") -> None:
+def _migration_sources(store: Migrating) -> None:
     """One seam for every source kind: the checkpoint's change token and resume
     state, the ``source`` column, and the columns other kinds fill."""
     store.ensure_columns("parsed_files", ["change_token", "source", "resume_state"])
@@ -78,7 +93,7 @@ def _migration_sources(store: "Store") -> None:
             store.executemany("UPDATE messages SET exit_code = ?, duration_ms = ? WHERE id = ?", updates)
 
 
-def _migration_costs_and_flags(store: "Store") -> None:
+def _migration_costs_and_flags(store: Migrating) -> None:
     """Prices for calls without a recorded cost, and flags other kinds need."""
     store.ensure_columns("sessions", ["project"])
     store.ensure_columns("messages", ["cost_source", "cache_write_5m_tokens", "cache_write_1h_tokens", "is_context",
@@ -91,7 +106,7 @@ def _migration_costs_and_flags(store: "Store") -> None:
                   "AND (cost_usd IS NOT NULL OR total_tokens IS NOT NULL)")
 
 
-def _migration_one_row_per_tool_call(store: "Store") -> None:
+def _migration_one_row_per_tool_call(store: Migrating) -> None:
     """A tool call is (session, call id): copies of its message keep their
     entries, not a row of their own. Existing duplicates are folded into the
     row of the copy on the active path (else the earliest), whose paired result
@@ -120,7 +135,7 @@ def _migration_one_row_per_tool_call(store: "Store") -> None:
                           (r[0], r[1], r[2], r[3], r[4], keep[0]))
 
 
-def _migration_provider_transcripts(store: "Store") -> None:
+def _migration_provider_transcripts(store: Migrating) -> None:
     store.ensure_columns("sessions", ["counted_in_session_id"])
 
 
@@ -130,7 +145,7 @@ CHANGES = "_changes"
 CHANGE_COUNTER = "_change_counter"
 
 
-def _migration_change_log(store: "Store") -> None:
+def _migration_change_log(store: Migrating) -> None:
     store.execute(f"CREATE TABLE IF NOT EXISTS {CHANGES} (session_id BIGINT NOT NULL PRIMARY KEY, "
                   "seq BIGINT NOT NULL)")
     store.execute(f"CREATE INDEX IF NOT EXISTS idx_changes_seq ON {CHANGES} (seq)")
@@ -146,7 +161,7 @@ def _migration_change_log(store: "Store") -> None:
         store.execute(f"INSERT INTO {CHANGE_COUNTER} (id, n) VALUES (2, ?)", (secrets.randbits(62),))
 
 
-def ensure_source_tables(store: "Store") -> None:
+def ensure_source_tables(store: Migrating) -> None:
     """The tables source kinds declare (schema.source_tables): created when
     missing, given the columns they gained; a no-op when all are there."""
     d = store.dialect
@@ -169,7 +184,7 @@ def ensure_source_tables(store: "Store") -> None:
 # the current schema, which migration 1 creates whole on a new store; a later
 # migration that adds columns must do so with ``store.ensure_columns`` (a no-op
 # where they already exist), so that new and upgraded stores end up the same.
-MIGRATIONS: list[tuple[str, Callable[["Store"], None]]] = [
+MIGRATIONS: list[tuple[str, Callable[[Migrating], None]]] = [
     ("initial schema", _migration_initial),
     ("openclaw sqlite-era session metadata", _migration_openclaw_sqlite_metadata),
     ("sources: change tokens, resume state, source column", _migration_sources),

@@ -1,5 +1,5 @@
-"""The reader stage for line-oriented transcripts: what is new in a file, as
-parsed entries. No database is involved.
+"""Reading line-oriented units (OpenClaw and pi JSONL, Claude Code, Codex): what
+is new in a file, as parsed entries. A helper of the kinds; no database.
 
 ``read_lines`` reads a unit's bytes (or only what it gained since its
 checkpoint) in bounded chunks and hands them to a line parser (for OpenClaw
@@ -7,15 +7,13 @@ and pi: ``parser.TranscriptParser``; other JSONL kinds bring their own with
 the same ``feed`` protocol). A file that only grew since the last run (its
 first bytes and the bytes just before the recorded offset are unchanged) is
 read from that offset; anything else is read whole (and merged by entry id by
-the writer). ``prefetch`` reads a unit ahead of its transaction.
+the writer).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from . import parser as P
-from .sources.base import Batch, Checkpoint, Outcome, Reading, Unit
+from .. import parser as P
+from ..units import Batch, Checkpoint, Outcome, Reading, Unit
 
 CHUNK = 4 * 1024 * 1024  # bytes read at a time; memory stays bounded by this plus the longest line
 WINDOW = 1024  # bytes hashed at the head and before the last offset to tell an append from a rewrite
@@ -105,48 +103,3 @@ def read_lines(unit: Unit, checkpoint: Checkpoint | None, parser_cls=P.Transcrip
     )
     return Outcome(new, sessions, bad=bad, bad_before=bad_before, pending=pending, bytes_read=bytes_read,
                    typed=typed, saw_entries=saw_entries)
-
-
-@dataclass
-class Prefetched:
-    """A unit read and parsed ahead of its transaction, against the checkpoint
-    the listing had for it."""
-
-    checkpoint: Checkpoint | None
-    batches: list
-    outcome: Outcome
-
-    def fits(self, checkpoint: Checkpoint | None) -> bool:
-        """Whether it was read against the same checkpoint (another importer
-        may have taken the unit since the listing)."""
-        return checkpoint == self.checkpoint
-
-    def replay(self) -> Reading:
-        """The same protocol as :meth:`Unit.read`."""
-        for batch in self.batches:
-            yield batch
-        return self.outcome
-
-
-def prefetch(unit: Unit, checkpoint: Checkpoint | None) -> Prefetched | None:
-    """Read and parse a unit ahead of time, its rows derived; None when it
-    would read more than its ``prefetch_limit``, or fails (the writer then
-    reads it itself and meets the error in its own transaction)."""
-    limit = unit.prefetch_limit
-    if limit is None:
-        return None
-    done = checkpoint.offset if checkpoint is not None and checkpoint.resumable else 0
-    if unit.size - min(done, unit.size) > limit:
-        return None
-    batches = []
-    stream = unit.read(checkpoint)
-    try:
-        while True:
-            batch = next(stream)
-            for entry in batch.entries:
-                entry.derive()
-            batches.append(batch)
-    except StopIteration as stop:
-        return Prefetched(checkpoint, batches, stop.value)
-    except Exception:
-        return None

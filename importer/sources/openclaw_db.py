@@ -1,4 +1,5 @@
-"""OpenClaw's SQLite store (2026.8+): reading it safely, read-only.
+"""OpenClaw's SQLite store (2026.8+): reading it safely, read-only. A helper of
+the OpenClaw kinds (openclaw_store.py; openclaw.py for its zstd archives).
 
 Since OpenClaw 2026.8.1 transcripts live in one SQLite database per agent,
 ``<state>/agents/<agent>/agent/openclaw-agent.sqlite`` (FORMAT.md section 9).
@@ -10,7 +11,7 @@ what it returns into rows, through the same parser as JSONL lines).
   ``incognito-openclaw-agent.sqlite`` sentinel), plus agents with a custom
   folder, listed in ``<state>/state/openclaw.sqlite`` table ``agent_databases``
   (paths relative to the state dir, or absolute).
-- **Opening**: ``file:<path>?mode=ro`` with a busy timeout and ``PRAGMA
+- **Opening** (``readonly.py``): ``file:<path>?mode=ro`` with a busy timeout and ``PRAGMA
   query_only``; ``immutable=1`` only as a fallback when no ``-wal`` file
   exists. Every read is a short statement: events are paged by ``seq``
   (keyset), so the gateway's checkpoints are never held up. An authorizer only
@@ -39,7 +40,6 @@ import io
 import os
 import posixpath
 import sqlite3
-import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, Callable, Iterator
@@ -47,19 +47,18 @@ from typing import Any, BinaryIO, Callable, Iterator
 import orjson
 import zstandard
 
-from .sources.base import SourceError as _SourceError
+from ..units import SourceError as _SourceError
+from . import readonly
 
 AGENT_DB_NAME = "openclaw-agent.sqlite"
 INCOGNITO_DB_NAME = "incognito-openclaw-agent.sqlite"
-STATE_DB_REL = Path("state") / "openclaw.sqlite"
-BUSY_TIMEOUT_S = 10.0
+BUSY_TIMEOUT_S = 10.0  # how long a read waits for the gateway's lock
 PAGE_EVENTS = 64  # events per keyset page: one short read each
 MAX_EVENT_BYTES = 4 * 1024 * 1024  # OpenClaw's bound for a compressed event
 
 # The only tables a source connection may read. Everything else, the
 # auth_profile_* credential tables first, is refused by the authorizer.
 READABLE_TABLES = frozenset({
-    "sqlite_master", "sqlite_schema", "sqlite_temp_master", "sqlite_temp_schema",
     "schema_meta",
     "transcript_events",
     "session_windows", "session_nodes",  # schema 14+
@@ -68,7 +67,6 @@ READABLE_TABLES = frozenset({
     "session_transcript_archives", "session_transcript_cold_archives",
     "agent_databases",  # state/openclaw.sqlite
 })
-_PRAGMAS = frozenset({"query_only", "busy_timeout", "user_version", "table_info", "table_xinfo", "journal_mode"})
 
 
 class SourceError(_SourceError):
@@ -83,67 +81,15 @@ class SourceError(_SourceError):
 # Opening
 
 
-def _authorizer(action: int, arg1, arg2, _db, _source) -> int:
-    if action == sqlite3.SQLITE_READ:
-        return sqlite3.SQLITE_OK if (arg1 or "") in READABLE_TABLES else sqlite3.SQLITE_DENY
-    if action == sqlite3.SQLITE_PRAGMA:
-        name = (arg1 or "").lower()
-        if name not in _PRAGMAS:
-            return sqlite3.SQLITE_DENY
-        if name in ("table_info", "table_xinfo") and (arg2 or "") not in READABLE_TABLES:
-            return sqlite3.SQLITE_DENY
-        return sqlite3.SQLITE_OK
-    if action in (sqlite3.SQLITE_SELECT, sqlite3.SQLITE_FUNCTION, sqlite3.SQLITE_TRANSACTION):
-        return sqlite3.SQLITE_OK
-    return sqlite3.SQLITE_DENY  # no writes, no ATTACH, no temp objects
-
-
 def connect_readonly(path: str | os.PathLike, timeout: float | None = None) -> sqlite3.Connection:
-    """A read-only connection to an OpenClaw database that may be in use.
-
-    ``mode=ro`` keeps WAL semantics (committed rows in ``-wal`` are seen,
-    readers never block the writer, the writer's open transaction is not seen);
-    ``immutable=1`` is used only when that fails and no ``-wal`` file exists.
-    """
-    timeout = BUSY_TIMEOUT_S if timeout is None else timeout
-    path = os.path.abspath(os.fspath(path))
-    base = "file:" + urllib.parse.quote(path) + "?mode=ro"
-    try:
-        return _open(base, timeout)
-    except sqlite3.Error as exc:
-        # Only a file SQLite cannot open read-only in place (a read-only folder
-        # without its -shm) is worth immutable=1; never a locked or busy one.
-        code = getattr(exc, "sqlite_errorcode", None)
-        cannot_open = (code is not None and (code & 0xFF) in (sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_READONLY)) or (
-            code is None and ("unable to open" in str(exc) or "readonly" in str(exc)))
-        if not cannot_open or os.path.exists(path + "-wal") or not os.path.isfile(path):
-            raise SourceError(f"cannot open {path} read-only: {exc}") from None
-        try:
-            return _open(base + "&immutable=1", timeout)
-        except sqlite3.Error as exc2:
-            raise SourceError(f"cannot open {path} read-only: {exc2}") from None
-
-
-def _open(uri: str, timeout: float) -> sqlite3.Connection:
-    conn = sqlite3.connect(uri, uri=True, timeout=timeout, isolation_level=None, check_same_thread=False)
-    try:
-        conn.set_authorizer(_authorizer)
-        conn.execute("PRAGMA query_only = ON")
-        conn.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
-        conn.execute("SELECT name FROM sqlite_master LIMIT 1").fetchall()  # really open it now
-    except BaseException:
-        conn.close()
-        raise
-    return conn
+    """A read-only connection to an OpenClaw database that may be in use,
+    allowed to read :data:`READABLE_TABLES` only (``readonly.py``: ``mode=ro``,
+    ``immutable=1`` only as its fallback)."""
+    return readonly.connect(path, READABLE_TABLES, BUSY_TIMEOUT_S if timeout is None else timeout, error=SourceError)
 
 
 # ---------------------------------------------------------------------------
 # Finding stores
-
-
-def is_store_name(name: str) -> bool:
-    """The per-agent database file (never the incognito sentinel)."""
-    return name == AGENT_DB_NAME
 
 
 def registered_stores(state_db: str | os.PathLike, state_dir: str) -> list[tuple[str, str]]:

@@ -1,0 +1,87 @@
+"""Opening a source's SQLite database read-only, with an authorizer: the one
+opener of every kind that reads a live database (OpenClaw's store, the
+agent-server's ``agent.db``). A helper of the kinds.
+
+The connection may read only the tables its kind names: every other table
+(the credential tables first: OpenClaw's ``auth_profile_*``, the
+agent-server's ``api_keys``, ...) is refused by SQLite itself, not just left
+out of the queries; so are writes, ``ATTACH``, temporary objects and every
+pragma but the few named here (``table_info``/``table_xinfo`` only of a
+readable table).
+
+``mode=ro`` keeps WAL semantics: committed rows still in ``-wal`` are seen,
+readers never block the writer, the writer's open transaction is not seen.
+``immutable=1`` (which ignores the WAL) is the fallback only for a file
+SQLite cannot open read-only in place (a read-only folder without its
+``-shm``) that has no ``-wal`` at all; never for a locked or busy one.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import urllib.parse
+from typing import Callable
+
+from ..units import SourceError
+
+BUSY_TIMEOUT_S = 10.0
+# Every readable database also lets its schema be read.
+SCHEMA_TABLES = frozenset({"sqlite_master", "sqlite_schema", "sqlite_temp_master", "sqlite_temp_schema"})
+PRAGMAS = frozenset({"query_only", "busy_timeout", "user_version", "table_info", "table_xinfo", "journal_mode"})
+_TABLE_PRAGMAS = ("table_info", "table_xinfo")
+
+
+def authorizer(readable: frozenset[str]) -> Callable[..., int]:
+    """The authorizer of a connection that may read ``readable`` (and the schema) only."""
+    tables = frozenset(readable) | SCHEMA_TABLES
+
+    def check(action: int, arg1, arg2, _db, _source) -> int:
+        if action == sqlite3.SQLITE_READ:
+            return sqlite3.SQLITE_OK if (arg1 or "") in tables else sqlite3.SQLITE_DENY
+        if action == sqlite3.SQLITE_PRAGMA:
+            name = (arg1 or "").lower()
+            if name not in PRAGMAS or (name in _TABLE_PRAGMAS and (arg2 or "") not in tables):
+                return sqlite3.SQLITE_DENY
+            return sqlite3.SQLITE_OK
+        if action in (sqlite3.SQLITE_SELECT, sqlite3.SQLITE_FUNCTION, sqlite3.SQLITE_TRANSACTION):
+            return sqlite3.SQLITE_OK
+        return sqlite3.SQLITE_DENY  # no writes, no ATTACH, no temp objects
+
+    return check
+
+
+def connect(path: str | os.PathLike, readable: frozenset[str], timeout: float | None = None,
+            error: type[SourceError] = SourceError) -> sqlite3.Connection:
+    """A read-only connection to a database that may be in use, allowed to read
+    ``readable`` only; a database that cannot be opened raises ``error`` (one
+    line naming the path)."""
+    timeout = BUSY_TIMEOUT_S if timeout is None else timeout
+    path = os.path.abspath(os.fspath(path))
+    uri = "file:" + urllib.parse.quote(path) + "?mode=ro"
+    check = authorizer(readable)
+    try:
+        return _open(uri, timeout, check)
+    except sqlite3.Error as exc:
+        code = getattr(exc, "sqlite_errorcode", None)
+        cannot_open = (code is not None and (code & 0xFF) in (sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_READONLY)) or (
+            code is None and ("unable to open" in str(exc) or "readonly" in str(exc)))
+        if not cannot_open or os.path.exists(path + "-wal") or not os.path.isfile(path):
+            raise error(f"cannot open {path} read-only: {exc}") from None
+        try:
+            return _open(uri + "&immutable=1", timeout, check)
+        except sqlite3.Error as exc2:
+            raise error(f"cannot open {path} read-only: {exc2}") from None
+
+
+def _open(uri: str, timeout: float, check: Callable[..., int]) -> sqlite3.Connection:
+    conn = sqlite3.connect(uri, uri=True, timeout=timeout, isolation_level=None, check_same_thread=False)
+    try:
+        conn.set_authorizer(check)
+        conn.execute("PRAGMA query_only = ON")
+        conn.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
+        conn.execute("SELECT name FROM sqlite_master LIMIT 1").fetchall()  # really open it now
+    except BaseException:
+        conn.close()
+        raise
+    return conn
