@@ -66,9 +66,10 @@ def is_usage_only(row: dict) -> bool:
 
 def model_item(row: dict, blocks) -> tuple[str, str] | None:
     """(css, label) of an assistant row that is one item the model produced, thinking or a tool
-    call (Codex and the agent-server write each as a row of its own); None otherwise."""
-    if row["role"] != "assistant" or not isinstance(blocks, list) or len(blocks) != 1 \
-            or not isinstance(blocks[0], dict):
+    call, which its kind writes as a row of its own (its native role is not "assistant": Codex's
+    reasoning and function_call, the agent-server's tool.started...); None otherwise."""
+    if row["role"] != "assistant" or row.get("native_role") in ("assistant", None) \
+            or not isinstance(blocks, list) or len(blocks) != 1 or not isinstance(blocks[0], dict):
         return None
     kind = blocks[0].get("type")
     if kind == "thinking":

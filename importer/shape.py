@@ -66,7 +66,7 @@ TABLES: dict[str, Table] = {t.name: t for t in (
         indexes=(("agent_id", "timestamp"), ("day",), ("server",), ("role",), ("first_tool_call",), ("model",),
                  ("has_thinking",), ("is_error",), ("session_id", "seq"), ("timestamp",), ("agent_id", "day"),
                  ("source",), ("native_role",)),
-        first=("local_time", "agent_id", "role", "native_role", "text_preview", "model", "first_tool_call", "tool_name", "is_error",
+        first=("local_time", "agent_id", "role", "text_preview", "model", "first_tool_call", "tool_name", "is_error",
                "has_thinking", "server", "source", "day", "timestamp"),
         last=("session_id", "session_uuid", "message_uuid", "parent_message_uuid", "seq", "tool_call_id", "thinking_text",
               "tool_calls_json", "error_message", "content_blocks"),

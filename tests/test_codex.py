@@ -107,7 +107,8 @@ def count_rollout(path: Path) -> tuple[str, dict]:
     outputs rows of their own (assistant, assistant, toolResult); a model call a token_count whose
     total differs from the one before (info null skipped), its usage on the last model-written row
     since the last input, turn start or model call, else on the next model-written row before the
-    next of those, else on an assistant row of its own; tool calls distinct call ids."""
+    next of those (unless that row's own token_count follows), else on an assistant row of its own;
+    tool calls distinct call ids."""
     objs = [json.loads(raw) for raw in path.read_bytes().split(b"\n") if raw.strip()]
     first = objs[0]
     wrapped = True
@@ -119,7 +120,7 @@ def count_rollout(path: Path) -> tuple[str, dict]:
         m = _UUID.search(path.name)
         sid, body = (m.group(1) if m else path.name[: -len(".jsonl")]), objs
     roles, context, calls = Counter(), 0, {}
-    model_calls, written, pending = 0, 0, False
+    model_calls, written, pending, claim_only = 0, 0, False, False
     prev, sums, last_sum = None, [0, 0, 0, 0], 0
     for obj in body:
         kind, p = (obj.get("type"), obj.get("payload") or {}) if wrapped else (
@@ -127,18 +128,18 @@ def count_rollout(path: Path) -> tuple[str, dict]:
         pt = p.get("type")
 
         def model_wrote():
-            nonlocal written, pending
-            if pending:  # the usage read before it is this row's
-                pending, written = False, 0
+            nonlocal written, pending, claim_only
+            if pending:  # the usage read before it is this row's (unless the row gets one of its own)
+                pending, written, claim_only = False, 1, True
             else:
-                written += 1
+                written, claim_only = written + 1, False
 
         def request_over():
-            nonlocal written, pending
+            nonlocal written, pending, claim_only
             if pending:  # a call with no row of its own: an assistant row carries it
                 roles["assistant"] += 1
                 pending = False
-            written = 0
+            written, claim_only = 0, False
 
         if kind == "response_item":
             if pt == "message":
@@ -179,7 +180,9 @@ def count_rollout(path: Path) -> tuple[str, dict]:
                 if written == 0:
                     request_over()
                     pending = True
-                written = 0
+                elif claim_only:  # the row's own usage: the earlier call keeps an assistant row
+                    roles["assistant"] += 1
+                written, claim_only = 0, False
     request_over()
     last = prev or [0, 0, 0, 0]
     assert sums == last, f"{sid}: the deltas add up to the last total"

@@ -215,3 +215,39 @@ def test_upgraded_mariadb_archive_equals_a_fresh_import(work, mariadb_url):
     finally:
         store.close()
     _assert_same(upgraded, (q(work["new"], SELECT), q(work["new"], SESSIONS)))
+
+
+def test_codex_usage_before_its_items_upgraded_as_imported(work, tmp_path):
+    """Made-up rollouts with each place a usage read before its call's items can go: the next
+    model-written row; an assistant row of its own when none follows in the request, or when the
+    next row has a usage of its own. Main's archive upgraded = a fresh import, row for row."""
+    import codex_fixtures as CF
+
+    r = CF.Rollout()
+    r.turn("one")
+    r.tokens(900, 0, 40)  # before its items: on the reasoning row
+    r.reasoning()
+    c = r.call("exec_command", {"cmd": "ls"})
+    r.output(c, "Exit code: 0\nOutput:\nfile\n")
+    r.tokens(1000, 0, 10)  # before its items, and the next row gets its own: a row of its own
+    r.assistant("done")
+    r.tokens(300, 0, 20)
+    r.turn("two")
+    r.tokens(50, 0, 5)  # nothing of its call in the request: a row of its own
+    r.turn("three")
+    path = r.write_in(tmp_path / ".codex" / "sessions")
+    trees = [[str(path), "synthetic"]]
+    old, new = tmp_path / "old.db", tmp_path / "new.db"
+    old_stats, new_stats = _run(work["before"], f"sqlite:///{old}", trees), _run(REPO, f"sqlite:///{new}", trees)
+    assert new_stats["usage"] == old_stats["usage"] and new_stats["model_calls"] == old_stats["model_calls"] == 4
+    assert q(new, "SELECT native_role, total_tokens FROM messages WHERE call_key IS NOT NULL ORDER BY seq") == [
+        ("reasoning", 940), ("token_count", 1010), ("assistant", 320), ("token_count", 55)]
+    assert q(new, "SELECT DISTINCT role FROM messages WHERE call_key IS NOT NULL") == [("assistant",)]
+    from importer.store import open_store
+
+    open_store(f"sqlite:///{old}").close()
+    _assert_same((q(old, SELECT), q(old, SESSIONS)), (q(new, SELECT), q(new, SESSIONS)))
+    # the chain holds: every parent is a row or an entry of the session
+    assert q(old, "SELECT COUNT(*) FROM messages m WHERE m.parent_message_uuid IS NOT NULL AND NOT EXISTS "
+                  "(SELECT 1 FROM messages x WHERE x.message_uuid = m.parent_message_uuid) AND NOT EXISTS "
+                  "(SELECT 1 FROM entries e WHERE e.entry_uuid = m.parent_message_uuid)") == [(0,)]

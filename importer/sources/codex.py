@@ -371,13 +371,15 @@ class _Held:
     """Rows of the request under way, held until it ends (so a model call's usage can still
     be put on the last row the model wrote), in line order."""
 
-    __slots__ = ("entries", "candidate", "pending", "attached")
+    __slots__ = ("entries", "candidate", "pending", "claim")
 
     def __init__(self):
         self.entries: list[Entry] = []
         self.candidate: Entry | None = None  # the last model-written row
         self.pending: Entry | None = None  # a call's usage read before any row of it (held, in line order)
-        self.attached: Entry | None = None  # the row that took a pending usage (it takes no second one)
+        # (pending row, the model-written row that took its usage, that row's digest before): the
+        # pending row goes when the request ends, unless that row takes a usage of its own first
+        self.claim: tuple[Entry, Entry, str] | None = None
 
 
 class RolloutParser:
@@ -733,7 +735,13 @@ class RolloutParser:
         held = self.held
         self._place(entry, result)
         target = held.candidate
-        if target is not None and target is not held.attached:
+        if target is not None:
+            claim = held.claim
+            if claim is not None and claim[1] is target:
+                # the row that took an earlier usage has one of its own (it came after it): the
+                # earlier call keeps its row, without output
+                held.claim = None
+                target._hash = claim[2]
             _carry(target, usage, key)
             self._flush(result)
         else:
@@ -792,19 +800,12 @@ class RolloutParser:
             held = self.held
             pending = held.pending
             if pending is not None:
-                # the call whose usage came first: its usage moves onto this row, its held row goes
+                # the call whose usage came first: its usage goes on this row (its own row goes
+                # when the request ends: _flush)
                 held.pending = None
-                held.entries = [e for e in held.entries if e is not pending]
-                for other in held.entries:
-                    if other.parent_id == pending.entry_id:
-                        other.parent_id = pending.parent_id
-                        other.row["parent_message_uuid" if other.type == "message" else "parent_uuid"] = \
-                            pending.parent_id
-                if self.state.last_entry_id == pending.entry_id:
-                    self.state.last_entry_id = pending.parent_id
+                held.claim = (pending, entry, entry.raw_hash)
                 p = pending.row
                 _carry(entry, {k: p[k] for k in _USAGE_COLUMNS}, p["call_key"])
-                held.attached = entry
             held.entries.append(entry)
             held.candidate = entry
             self._chain(entry)
@@ -839,10 +840,19 @@ class RolloutParser:
 
     def _flush(self, result: ChunkResult) -> None:
         held = self.held
+        if held.claim is not None:
+            pending = held.claim[0]
+            held.entries = [e for e in held.entries if e is not pending]
+            for other in held.entries:  # what hung on it hangs on its parent (the token_count entry)
+                if other.parent_id == pending.entry_id:
+                    other.parent_id = pending.parent_id
+                    other.row["parent_message_uuid" if other.type == "message" else "parent_uuid"] = pending.parent_id
+            if self.state.last_entry_id == pending.entry_id:
+                self.state.last_entry_id = pending.parent_id
         if held.entries:
             result.entries.extend(held.entries)
             held.entries = []
-        held.candidate = held.pending = held.attached = None
+        held.candidate = held.pending = held.claim = None
 
 
 _USAGE_COLUMNS = ("input_tokens", "cache_read_tokens", "output_tokens", "cache_write_tokens", "total_tokens",

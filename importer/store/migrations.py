@@ -173,14 +173,15 @@ def _migration_vocabulary(store: "Store") -> None:
     columns = ", ".join(_USAGE_MOVED)
     for row_id, session_id, seq, uuid, parent in usage_rows:
         target = store.tuples(
-            "SELECT id, role, seq FROM messages WHERE session_id = ? AND seq > ? ORDER BY seq, id LIMIT 1",
+            "SELECT id, role, seq, call_key FROM messages WHERE session_id = ? AND seq > ? ORDER BY seq, id LIMIT 1",
             (session_id, seq))  # (the next call's usage row ends the request too)
         end = store.tuples(
             "SELECT MIN(seq) FROM entries WHERE session_id = ? AND seq > ? AND (entry_type IN "
             f"('turn_context', 'compacted') OR (entry_type = 'event_msg' AND custom_type IN {_CODEX_ENDS}))",
             (session_id, seq))[0][0]
-        if not target or target[0][1] not in _CODEX_MODEL_ROLES or (end is not None and end <= target[0][2]):
-            continue  # no row of its call: it becomes that call's assistant row (below)
+        if not target or target[0][1] not in _CODEX_MODEL_ROLES or target[0][3] is not None \
+                or (end is not None and end <= target[0][2]):
+            continue  # no row of its call (the next carries a usage of its own): the call's assistant row (below)
         usage = store.tuples(f"SELECT {columns} FROM messages WHERE id = ?", (row_id,))[0]
         sets = ", ".join(f"{c} = ?" for c in _USAGE_MOVED)
         key = usage[_USAGE_MOVED.index("call_key")] or ""
