@@ -25,7 +25,8 @@ REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
 BEFORE = "4ed83e1"  # main before the vocabulary
 ROLES = {"user", "assistant", "toolResult", "system"}
-KINDS = {"openclaw", "codex", "mini-openclaw", "claude-code", "agent-server"}
+KINDS = {"openclaw", "pi", "codex", "mini-openclaw", "claude-code", "agent-server"}
+PI_FILE = Path("badlogic__pi-mono", "packages", "coding-agent", "test", "fixtures", "before-compaction.jsonl")
 
 # Imports every tree (JSON list of [path, server]) into the store at argv[1] with whatever code
 # PYTHONPATH gives, then prints `stats --json`'s object.
@@ -36,8 +37,8 @@ from importer.store import open_store
 from importer import stats
 store = open_store(sys.argv[1])
 try:
-    for path, server in json.loads(sys.argv[2]):
-        run_import(store, [path], server=server)  # (one mini-OpenClaw sample is truncated: a failure)
+    for path, server, *agent in json.loads(sys.argv[2]):
+        run_import(store, [path], server=server, agent=agent[0] if agent else None)  # (one mini-OpenClaw sample is truncated: a failure)
     print(json.dumps(stats.collect(store), default=str))
 finally:
     store.close()
@@ -46,11 +47,13 @@ finally:
 
 def _trees(agent_root: Path) -> list[list[str]]:
     trees = [[str(SHARED / "samples"), "test"]]
+    # pi's fixture (no agents/ tree: imported on its own, as test_samples.py does)
+    trees.append([str(SHARED / "samples" / PI_FILE), "pi-fixture", "pi"])
     trees += [[str(SHARED / "other-samples" / "codex" / rel), name] for name, rel in CODEX_PATHS.items()]
     for kind in ("mini-openclaw", "claude-code"):
         trees += [[str(p), p.name] for p in sorted((SHARED / "other-samples" / kind).glob("*")) if p.is_dir()]
     trees.append([str(agent_root), "agent-server"])
-    return [[path, server[:32]] for path, server in trees]  # (MariaDB's server column holds 32 characters)
+    return [[path, server[:32], *agent] for path, server, *agent in trees]  # (MariaDB's server column holds 32 characters)
 
 
 def _run(code_root: Path, url: str, trees) -> dict:
@@ -108,7 +111,7 @@ def test_every_kind_answers_in_the_vocabulary(work):
     # model calls: every kind that records usage has them, on assistant rows
     calls = dict(q(db, "SELECT source, COUNT(*) FROM messages WHERE call_key IS NOT NULL AND usage_counted = 1 "
                        "GROUP BY 1"))
-    assert {"openclaw", "codex", "claude-code", "agent-server"} <= set(calls), calls
+    assert {"openclaw", "pi", "codex", "claude-code", "agent-server"} <= set(calls), calls
     # tool results: each names its call, and the call is paired with it
     unpaired = q(db, "SELECT m.source, COUNT(*) FROM messages m WHERE m.role = 'toolResult' AND (m.tool_call_id IS NULL "
                      "OR NOT EXISTS (SELECT 1 FROM tool_calls t WHERE t.session_id = m.session_id "
@@ -141,7 +144,10 @@ def test_stats_by_role_and_totals_unchanged(work):
                     "sessions"):
             assert n[key] == o[key], (kind, key)
         assert sum(n["messages_by_native_role"].values()) == n["messages"], kind
-    # the kind's own words: under by_source (Codex's reasoning, the agent-server's runs, LangChain's tool)
+    # the kind's own words: under by_source (Codex's reasoning, the agent-server's runs, LangChain's tool,
+    # pi's bashExecution: a command a person typed, so a user row)
+    assert new["by_source"]["pi"]["messages_by_native_role"]["bashExecution"] == \
+        old["by_source"]["pi"]["messages_by_role"]["bashExecution"] > 0
     assert new["by_source"]["codex"]["messages_by_native_role"]["reasoning"] == \
         old["by_source"]["codex"]["messages_by_role"]["reasoning"]
     assert new["by_source"]["agent-server"]["messages_by_native_role"]["run"] == \
