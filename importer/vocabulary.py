@@ -1,7 +1,8 @@
 """The archive's words, the same for every kind (docs/vocabulary.md).
 
 A message's ``role`` is one of :data:`ROLES`; what the kind itself called it is
-kept in ``native_role`` (always set, also when it is the same word). Each kind
+kept in ``native_role`` (always set, also when it is the same word; None only when the
+kind wrote none). Each kind
 module maps its own words with the helpers here, and the store's migration
 (store/migrations.py ``_migration_vocabulary``) maps rows archived before.
 """

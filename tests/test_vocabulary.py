@@ -257,3 +257,43 @@ def test_codex_usage_before_its_items_upgraded_as_imported(work, tmp_path):
     assert q(old, "SELECT COUNT(*) FROM messages m WHERE m.parent_message_uuid IS NOT NULL AND NOT EXISTS "
                   "(SELECT 1 FROM messages x WHERE x.message_uuid = m.parent_message_uuid) AND NOT EXISTS "
                   "(SELECT 1 FROM entries e WHERE e.entry_uuid = m.parent_message_uuid)") == [(0,)]
+
+
+def test_openclaw_roles_outside_the_vocabulary_upgraded_as_imported(work, tmp_path):
+    """A pi/OpenClaw transcript with the roles the vocabulary maps (a `!command`, a hook's custom
+    message, a branch summary, a message without a role): system rows are context, the word kept;
+    main's archive upgraded = a fresh import."""
+    sid = "0f0e0d0c-0b0a-4909-8807-060504030201"
+    lines = [{"type": "session", "version": 3, "id": sid, "timestamp": "2026-04-01T10:00:00.000Z", "cwd": "/w"}]
+    messages = [
+        {"role": "user", "content": [{"type": "text", "text": "list the files"}]},
+        {"role": "bashExecution", "command": "ls", "output": "a\n", "exitCode": 0},
+        {"role": "custom", "customType": "hook", "content": "remember the style guide", "display": False},
+        {"role": "branchSummary", "summary": "tried another way"},
+        {"content": "a message without a role"},
+        {"role": "assistant", "content": [{"type": "thinking", "thinking": "look"}, {"type": "text", "text": "a"}],
+         "provider": "anthropic", "model": "claude-x", "api": "anthropic-messages", "stopReason": "stop",
+         "usage": {"input": 10, "output": 2, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 12,
+                   "cost": {"total": 0.001}}},
+    ]
+    parent = None
+    for i, m in enumerate(messages):
+        eid = f"e{i:07d}"
+        lines.append({"type": "message", "id": eid, "parentId": parent,
+                      "timestamp": f"2026-04-01T10:00:0{i}.000Z", "message": {**m, "timestamp": 1775037600000 + i}})
+        parent = eid
+    folder = tmp_path / "pi" / "sessions" / "--w--"
+    folder.mkdir(parents=True)
+    path = folder / f"2026-04-01T10-00-00-000Z_{sid}.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    trees = [[str(path), "synthetic", "pi"]]
+    old, new = tmp_path / "old.db", tmp_path / "new.db"
+    old_stats, new_stats = _run(work["before"], f"sqlite:///{old}", trees), _run(REPO, f"sqlite:///{new}", trees)
+    assert new_stats["usage"] == old_stats["usage"] and new_stats["messages"] == old_stats["messages"] == 6
+    assert q(new, "SELECT role, native_role, is_context FROM messages ORDER BY seq") == [
+        ("user", "user", 0), ("user", "bashExecution", 0), ("system", "custom", 1), ("system", "branchSummary", 1),
+        ("system", None, 1), ("assistant", "assistant", 0)]
+    from importer.store import open_store
+
+    open_store(f"sqlite:///{old}").close()
+    _assert_same((q(old, SELECT), q(old, SESSIONS)), (q(new, SELECT), q(new, SESSIONS)))
