@@ -75,7 +75,13 @@ def work(tmp_path_factory):
     built = F.build_agent_db(root / "agent-server", seed=0)
     before = root / "before"
     before.mkdir()
-    archive = subprocess.run(["git", "-C", str(REPO), "archive", BEFORE], capture_output=True, check=True).stdout
+    got = subprocess.run(["git", "-C", str(REPO), "archive", BEFORE], capture_output=True)
+    if got.returncode != 0:  # (a shallow clone has no history to compare with)
+        message = f"no commit {BEFORE} (main before the vocabulary) in this clone's history"
+        if os.environ.get("CI", "").strip().lower() == "true":
+            pytest.fail(message)
+        pytest.skip(message)
+    archive = got.stdout
     subprocess.run(["tar", "-x", "-C", str(before)], input=archive, check=True)
     trees = _trees(built.root)
     old_db, new_db = root / "old.db", root / "new.db"
