@@ -37,7 +37,7 @@ MESSAGE_COLUMNS = (
     "model", "stop_reason", "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens",
     "total_tokens", "cost_usd", "cost_source", "timestamp", "local_time", "is_active_path", "is_synthetic",
     "usage_counted", "tool_call_id", "tool_name", "seq", "exit_code", "duration_ms", "is_context",
-    "calls_elsewhere", "text_preview", "error_message", "content_blocks",
+    "calls_elsewhere", "native_role", "text_preview", "error_message", "content_blocks",
 )
 ENTRY_COLUMNS = "id, entry_uuid, parent_uuid, entry_type, custom_type, timestamp, seq, is_active_path, " \
                 "text_preview, raw_json"
@@ -49,12 +49,34 @@ STANDALONE = render.Options(limit=None, fold_lines=15, fold_chars=1500, markdown
 # Characters of code a page colours (about 0.1 s of Pygments); the rest is monospaced only.
 HIGHLIGHT_PAGE_CHARS = 40_000
 HIGHLIGHT_EXPORT_CHARS = 1_000_000
-RESULT_ROLES = ("toolResult", "tool")  # a tool's output: OpenClaw's and most kinds', LangChain's
-USAGE_ROLES = ("run", "usage")  # a model call's (or an agent-server run's) usage, no content
-CONTEXT_ROLES = ("developer", "system", "context")
-ROLE_CSS = {"user": "user", "assistant": "assistant", "toolResult": "tool", "tool": "tool",
-            "reasoning": "reasoning", "toolCall": "call"}
-ROLE_LABEL = {"toolResult": "tool result", "tool": "tool result", "toolCall": "tool call"}
+# The archive's roles (docs/vocabulary.md), the same for every kind.
+RESULT_ROLES = ("toolResult",)  # a tool's output, paired with its call
+CONTEXT_ROLES = ("system",)  # instructions and injected context
+ROLE_CSS = {"user": "user", "assistant": "assistant", "toolResult": "tool"}
+ROLE_LABEL = {"toolResult": "tool result"}
+
+
+def is_usage_only(row: dict) -> bool:
+    """A model call whose output the transcript did not keep (a Codex token count, an
+    agent-server run): an assistant row with usage and no content."""
+    return row["role"] == "assistant" and row["content_blocks"] is None and (
+        row.get("total_tokens") is not None or row.get("input_tokens") is not None
+        or row.get("output_tokens") is not None or row.get("cost_usd") is not None)
+
+
+def model_item(row: dict, blocks) -> tuple[str, str] | None:
+    """(css, label) of an assistant row that is one item the model produced, thinking or a tool
+    call, which its kind writes as a row of its own (its native role is not "assistant": Codex's
+    reasoning and function_call, the agent-server's tool.started...); None otherwise."""
+    if row["role"] != "assistant" or row.get("native_role") in ("assistant", None) \
+            or not isinstance(blocks, list) or len(blocks) != 1 or not isinstance(blocks[0], dict):
+        return None
+    kind = blocks[0].get("type")
+    if kind == "thinking":
+        return "reasoning", "thinking"
+    if kind == "toolCall":
+        return "call", "tool call"
+    return None
 SESSION_LINK_COLUMNS = "id, session_uuid, server, agent_id, title, label, display_name, source, " \
                        "first_message_at, message_count, parent_call_id, reason, parent_session_uuid, " \
                        "parent_session, spawned_by, session_key, session_type"
@@ -454,8 +476,9 @@ class _Builder:
         off = not row["is_active_path"]
         context = bool(row.get("is_context")) or role in CONTEXT_ROLES
         html, signature = self.message(row)
-        css = "context" if context else ROLE_CSS.get(role, "other")
-        label = ROLE_LABEL.get(role, role)
+        item = model_item(row, _blocks(row["content_blocks"]))
+        css = "context" if context else item[0] if item else ROLE_CSS.get(role, "other")
+        label = item[1] if item else ROLE_LABEL.get(role, role)
         if context:
             first = render._first_line(row.get("text_preview") or "", 90)
             html = Markup('<details class="ab-context"><summary><span class="ab-badge ab-badge-context">context'
@@ -475,9 +498,10 @@ class _Builder:
         }
 
     def usage_turn(self, row: dict) -> dict:
-        """A run or usage row: one line (what the model calls cost), no content of its own."""
+        """A model call kept as its usage alone (a run, a token count): one line (what the model
+        calls cost), no content of its own."""
         note = row.get("text_preview") or ""
-        return {"kind": "usage", "id": f"m{row['id']}", "role": row["role"], "time": _time(row),
+        return {"kind": "usage", "id": f"m{row['id']}", "role": "usage", "time": _time(row),
                 "off": not row["is_active_path"], "error": bool(row["is_error"]),
                 "usage": _usage_line(row), "note": note, "row_href": self.row_href("messages", row["id"]),
                 "signature": None, "repeats": []}
@@ -499,7 +523,7 @@ class _Builder:
                                   "id": f"e{row['id']}", "signature": None})
             elif row["id"] not in self.used:  # (a tool result already shown under its call is not repeated)
                 self.used.add(row["id"])
-                if row["role"] in USAGE_ROLES and row["content_blocks"] is None:
+                if is_usage_only(row):
                     turns.append(self.usage_turn(row))
                 else:
                     turns.append(self.message_turn(row))

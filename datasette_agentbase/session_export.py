@@ -325,10 +325,10 @@ def markdown(data: dict, everything: bool, database: str) -> str:
         blocks = conversation._blocks(row["content_blocks"])
         parts = []
         signature = None
-        if role in conversation.USAGE_ROLES and blocks is None:
+        if conversation.is_usage_only(row):
             flush()
             previous_signature = None
-            line = " · ".join(b for b in (role, conversation._time(row), row.get("text_preview"), _usage(row)) if b)
+            line = " · ".join(b for b in ("usage", conversation._time(row), row.get("text_preview"), _usage(row)) if b)
             out += [f"*{line}*", ""]
             continue
         if blocks is None:
@@ -370,7 +370,8 @@ def markdown(data: dict, everything: bool, database: str) -> str:
         flush()
         previous_signature = signature
         context = bool(row.get("is_context")) or role in conversation.CONTEXT_ROLES
-        label = conversation.ROLE_LABEL.get(role, role)
+        item = conversation.model_item(row, blocks)
+        label = item[1] if item else conversation.ROLE_LABEL.get(role, role)
         flags = []
         if context:
             flags.append("context")

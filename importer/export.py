@@ -59,7 +59,8 @@ COUNT_COLUMN = shape.COUNT_COLUMN
 
 # Bump when the snapshot made from an unchanged store would differ (new
 # columns, indexes, search text): a snapshot of another format is rebuilt.
-SNAPSHOT_FORMAT = 4  # 3: generated columns, tool_calls_fts, updated in place (WAL) with a state file; 4: day by date()
+SNAPSHOT_FORMAT = 5  # 3: generated columns, tool_calls_fts, updated in place (WAL) with a state file; 4: day by date();
+# 5: the vocabulary's roles, messages.native_role (docs/vocabulary.md)
 
 
 def _tables() -> tuple[str, ...]:

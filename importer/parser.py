@@ -30,6 +30,8 @@ from typing import Any
 
 import orjson
 
+from . import vocabulary as V
+
 PREVIEW_CHARS = 512
 SYNTHETIC_PROVIDERS = {"openclaw", "clawdbot", "moltbot"}
 SYNTHETIC_MODELS = {"gateway-injected", "delivery-mirror"}
@@ -544,16 +546,17 @@ def message_row(entry: Entry) -> dict:
             has_thinking = True
             thinking = _str(b.get("thinking"))
             break
-    role = _str(message.get("role"), 32)
+    native_role = _str(message.get("role"), 64)
+    role = V.openclaw_role(native_role)
     is_error = message.get("isError") is True
     tool_call_id = tool_name = exit_code = duration = None
-    if role == "toolResult":
+    if native_role == "toolResult":
         is_error, exit_code, duration = result_failed(message)
         tool_call_id = _str(message.get("toolCallId"), 255)
         tool_name = _str(message.get("toolName"), 128)
     elif role == "assistant" and message.get("stopReason") == "error":
         is_error = True
-    elif role == "bashExecution":
+    elif native_role == "bashExecution":
         exit_code = _int(message.get("exitCode"))
         is_error = exit_code is not None and exit_code != 0
     usage = message.get("usage")
@@ -561,6 +564,7 @@ def message_row(entry: Entry) -> dict:
         "message_uuid": entry.entry_id,
         "parent_message_uuid": entry.parent_id,
         "role": role,
+        "native_role": native_role,
         "content_blocks": _dumps(content) if content_present else None,
         "text_preview": text_preview(message),
         "first_tool_call": _str(tool_blocks[0].get("name"), 128) if tool_blocks else None,
@@ -584,7 +588,7 @@ def message_row(entry: Entry) -> dict:
         "seq": entry.line_index,
         "call_key": None,
         "cost_source": None, "cache_write_5m_tokens": None, "cache_write_1h_tokens": None,
-        "is_context": 0, "time_approximate": 0, "usage_invalid": 0,
+        "is_context": int(role == V.SYSTEM), "time_approximate": 0, "usage_invalid": 0,
     }
     cost = None
     if isinstance(usage, dict):

@@ -148,6 +148,7 @@ TABLES: dict[str, list[tuple[str, str]]] = {
         ("time_approximate", "bool"),  # no time of its own: its session's
         ("usage_invalid", "bool"),  # usage values that are negative or not numbers: kept, not summed
         ("calls_elsewhere", "int"),  # its tool calls attached to another copy of it (a tool call is one row)
+        ("native_role", "str:64"),  # the kind's own word for the row (role is the vocabulary's: docs/vocabulary.md)
         # Long values last: SQLite must walk overflow pages to reach a column
         # stored after a large one, and the importer reads the short ones often.
         ("text_preview", "str:512"),

@@ -65,7 +65,7 @@ TABLES: dict[str, Table] = {t.name: t for t in (
         count_before="text_preview",
         indexes=(("agent_id", "timestamp"), ("day",), ("server",), ("role",), ("first_tool_call",), ("model",),
                  ("has_thinking",), ("is_error",), ("session_id", "seq"), ("timestamp",), ("agent_id", "day"),
-                 ("source",)),
+                 ("source",), ("native_role",)),
         first=("local_time", "agent_id", "role", "text_preview", "model", "first_tool_call", "tool_name", "is_error",
                "has_thinking", "server", "source", "day", "timestamp"),
         last=("session_id", "session_uuid", "message_uuid", "parent_message_uuid", "seq", "tool_call_id", "thinking_text",

@@ -59,6 +59,11 @@ def collect(store: Store, by: str | None = None) -> dict | list[dict]:
             extra = source.extra_stats(store)
             if extra and source.kind in per_kind:
                 per_kind[source.kind].update(extra)
+        # a kind's own words for its rows (docs/vocabulary.md): its figures, not the archive's
+        for row in store.query("SELECT source, native_role, COUNT(*) AS n FROM messages GROUP BY source, native_role"):
+            t = per_kind.get(row["source"] or "(none)")
+            if t is not None:
+                t.setdefault("messages_by_native_role", {})[row["native_role"] or "(none)"] = row["n"]
         for t in per_kind.values():
             t.pop("source", None)
             t.pop("exec_calls", None)

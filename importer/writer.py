@@ -116,6 +116,7 @@ MESSAGE_DEFAULTS = {
     "cost_source": None, "cache_write_5m_tokens": None, "cache_write_1h_tokens": None, "is_context": 0,
     "time_approximate": 0, "usage_invalid": 0, "exit_code": None, "duration_ms": None, "error_message": None,
     "tool_call_id": None, "tool_name": None, "call_key": None, "api": None, "stop_reason": None,
+    "native_role": None,
 }
 _DEFAULT_KEYS = MESSAGE_DEFAULTS.keys()
 

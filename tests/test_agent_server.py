@@ -110,17 +110,22 @@ def assert_figures(db: Path, expected: F.Expected) -> None:
     assert set(ids) == set(expected.sessions)
     for sid, exp in expected.sessions.items():
         label = exp.session_id[:8]
-        n = {role: c for role, c in rows(db, "SELECT role, COUNT(*) FROM messages WHERE session_uuid = ? "
-                                             "GROUP BY role", (sid,))}
+        # the kind's own words (native_role: the event's type; run: a run's usage row)
+        n = {role: c for role, c in rows(db, "SELECT native_role, COUNT(*) FROM messages WHERE session_uuid = ? "
+                                             "GROUP BY 1", (sid,))}
         entries = dict(rows(db, "SELECT entry_type, COUNT(*) FROM entries WHERE session_uuid = ? GROUP BY 1", (sid,)))
         events = sum(c for r, c in n.items() if r != "run") + sum(entries.values())
         assert events == exp.events, (label, "events", events, exp.events)
         assert n.get("run", 0) == exp.runs, (label, "runs")
-        assert n.get("user", 0) == exp.user_messages, (label, "user")
-        assert n.get("assistant", 0) == exp.assistant_messages, (label, "assistant")
+        assert n.get("user.message", 0) == exp.user_messages, (label, "user")
+        assert n.get("assistant.message", 0) == exp.assistant_messages, (label, "assistant")
         assert n.get("reasoning", 0) == exp.reasoning, (label, "reasoning")
-        assert n.get("toolResult", 0) == exp.tool_calls, (label, "tool results")
-        assert n.get("toolCall", 0) == exp.tool_calls, (label, "tool call messages")
+        assert n.get("tool.completed", 0) == exp.tool_calls, (label, "tool results")
+        assert n.get("tool.started", 0) == exp.tool_calls, (label, "tool call messages")
+        # and the vocabulary's: everything the model produced is assistant
+        roles = dict(rows(db, "SELECT role, COUNT(*) FROM messages WHERE session_uuid = ? GROUP BY 1", (sid,)))
+        assert roles.get("assistant", 0) == exp.assistant_messages + exp.reasoning + exp.tool_calls + exp.runs, label
+        assert roles.get("toolResult", 0) == exp.tool_calls and roles.get("user", 0) == exp.user_messages, label
         assert entries.get("message.delta", 0) == exp.deltas, (label, "deltas")
         assert entries.get("error", 0) == exp.errors, (label, "errors")
         assert scalar(db, "SELECT COUNT(*) FROM tool_calls WHERE session_uuid = ?", (sid,)) == exp.tool_calls
@@ -129,8 +134,8 @@ def assert_figures(db: Path, expected: F.Expected) -> None:
             db, "SELECT content_blocks FROM messages WHERE session_uuid = ? AND role = 'user' ORDER BY seq", (sid,))]
         same_texts(prompts, exp.prompts, f"{label} prompts")
         answers = [json.loads(c)[0]["text"] for (c,) in rows(
-            db, "SELECT content_blocks FROM messages WHERE session_uuid = ? AND role = 'assistant' ORDER BY seq",
-            (sid,))]
+            db, "SELECT content_blocks FROM messages WHERE session_uuid = ? AND native_role = 'assistant.message' "
+                "ORDER BY seq", (sid,))]
         same_texts(answers, exp.assistant_texts, f"{label} assistant texts")
         unknown = [r[0] for r in rows(db, "SELECT entry_type FROM entries WHERE session_uuid = ? AND custom_type = "
                                           "'unknown' ORDER BY seq", (sid,))]
@@ -180,7 +185,10 @@ def test_every_count_of_expected(archive, built):
     assert (mine["runs"], mine["events"], mine["interactions"], mine["audit_logs"]) == (
         t.runs, t.events, t.interactions, t.audit_logs)
     assert mine["messages_by_role"]["user"] == t.user_messages  # the runs' prompts
-    assert mine["messages_by_role"]["assistant"] == t.assistant_messages  # deltas are not messages
+    native = mine["messages_by_native_role"]
+    assert native["assistant.message"] == t.assistant_messages  # deltas are not messages
+    assert mine["messages_by_role"]["assistant"] == t.assistant_messages + native["reasoning"] + \
+        native["tool.started"] + native["run"]
     assert mine["tool_calls"] == t.tool_calls and mine["shell_calls"] == t.shell_calls
     assert mine["model_calls"] == t.runs  # one per run
     assert mine["unknown_events"] == t.unknown_events and mine["tool_calls_never_completed"] == 1
@@ -211,7 +219,7 @@ def test_sessions_become_sessions(archive, built):
 def test_each_event_is_one_row_kept_raw(archive, built):
     """Messages and entries together hold every events row once, its raw_json the row itself."""
     archived = {}
-    for sid, raw in rows(archive, "SELECT session_uuid, raw_json FROM messages WHERE role <> 'run' "
+    for sid, raw in rows(archive, "SELECT session_uuid, raw_json FROM messages WHERE native_role <> 'run' "
                                   "UNION ALL SELECT session_uuid, raw_json FROM entries"):
         obj = json.loads(raw)
         key = (obj["session_id"], obj["seq"])
@@ -225,9 +233,11 @@ def test_each_event_is_one_row_kept_raw(archive, built):
         assert obj["payload"] == json.loads(payload), (sid[:8], seq)
     # which rows: recognised messages by role, the rest entries by type
     roles = dict(rows(archive, "SELECT json_extract(raw_json, '$.type'), GROUP_CONCAT(DISTINCT role) FROM messages "
-                               "WHERE role <> 'run' GROUP BY 1"))
-    assert roles == {"user.message": "user", "assistant.message": "assistant", "reasoning": "reasoning",
-                     "tool.started": "toolCall", "tool.completed": "toolResult"}
+                               "WHERE native_role <> 'run' GROUP BY 1"))
+    assert roles == {"user.message": "user", "assistant.message": "assistant", "reasoning": "assistant",
+                     "tool.started": "assistant", "tool.completed": "toolResult"}
+    assert scalar(archive, "SELECT COUNT(*) FROM messages WHERE native_role <> 'run' "
+                           "AND native_role IS NOT json_extract(raw_json, '$.type')") == 0
     kept = {r[0] for r in rows(archive, "SELECT DISTINCT entry_type FROM entries")}
     assert kept == {"run.started", "run.completed", "message.delta", "interaction.requested", "interaction.resolved",
                     "error", "tool.started", "plan.updated", "context.compacted", "rate_limit.updated", "x.custom"}
@@ -243,20 +253,21 @@ def test_each_event_is_one_row_kept_raw(archive, built):
 
 def test_content_blocks_in_openclaw_vocabulary(archive, built):
     kinds = {}
-    for role, content in rows(archive, "SELECT role, content_blocks FROM messages WHERE content_blocks IS NOT NULL"):
+    for role, content in rows(archive, "SELECT native_role, content_blocks FROM messages "
+                                       "WHERE content_blocks IS NOT NULL"):
         for block in json.loads(content):
             kinds.setdefault(role, set()).add(block["type"])
-    assert kinds == {"user": {"text"}, "assistant": {"text"}, "reasoning": {"thinking"}, "toolCall": {"toolCall"},
-                     "toolResult": {"text"}}
+    assert kinds == {"user.message": {"text"}, "assistant.message": {"text"}, "reasoning": {"thinking"},
+                     "tool.started": {"toolCall"}, "tool.completed": {"text"}}
     for content, tool_json, name, count in rows(archive, "SELECT content_blocks, tool_calls_json, first_tool_call, "
-                                                         "tool_call_count FROM messages WHERE role = 'toolCall'"):
+                                                         "tool_call_count FROM messages WHERE native_role = 'tool.started'"):
         (block,) = json.loads(content)
         assert set(block) == {"type", "id", "name", "arguments"} and isinstance(block["arguments"], dict)
         assert (name, count, json.loads(tool_json)) == (block["name"], 1, [block])
     claude_thinking = rows(archive, "SELECT content_blocks FROM messages m JOIN sessions s ON s.id = m.session_id "
-                                    "WHERE m.role = 'reasoning' AND s.model_provider = 'claude'")
+                                    "WHERE m.native_role = 'reasoning' AND s.model_provider = 'claude'")
     assert claude_thinking and all("thinkingSignature" in json.loads(c)[0] for (c,) in claude_thinking)
-    assert scalar(archive, "SELECT COUNT(*) FROM messages WHERE role = 'reasoning' AND has_thinking = 1 "
+    assert scalar(archive, "SELECT COUNT(*) FROM messages WHERE native_role = 'reasoning' AND has_thinking = 1 "
                            "AND thinking_text IS NOT NULL") == built.totals.reasoning
 
 
@@ -297,7 +308,7 @@ def test_runs_and_their_usage_messages(archive, built):
     by_run = {}
     for raw, *values in rows(archive, "SELECT raw_json, input_tokens, cache_read_tokens, cache_write_tokens, "
                                       "output_tokens, total_tokens, cost_usd, cost_source, usage_counted, "
-                                      "is_synthetic, timestamp, provider, model FROM messages WHERE role = 'run'"):
+                                      "is_synthetic, timestamp, provider, model FROM messages WHERE native_role = 'run'"):
         by_run[json.loads(raw)["id"]] = values
     assert set(by_run) == set(source)
     for rid, (inp, cr, cw, out, total, cost, cost_source, counted, synthetic, ts, provider, model) in by_run.items():
@@ -506,8 +517,8 @@ def test_a_tool_call_that_completes_in_a_later_read_becomes_a_tool_call(fresh, t
     report = import_db(archive, fresh.root)
     assert report.events_read == 1 and report.messages_added == 2  # the call (was an entry) and its result
     assert scalar(archive, "SELECT COUNT(*) FROM entries WHERE custom_type = 'never_completed'") == 0
-    assert rows(archive, "SELECT role FROM messages WHERE session_uuid = ? AND message_uuid = ?",
-                (sid, A.event_id(seq))) == [("toolCall",)]
+    assert rows(archive, "SELECT role, native_role FROM messages WHERE session_uuid = ? AND message_uuid = ?",
+                (sid, A.event_id(seq))) == [("assistant", "tool.started")]
     assert rows(archive, "SELECT t.exit_code, t.is_error, r.seq FROM tool_calls t JOIN messages r "
                          "ON r.id = t.result_message_id WHERE t.call_id = ?", (call,)) == [(137, 1, last + 1)]
     assert rows(archive, "SELECT entry_uuid FROM entry_revisions") == [(A.event_id(seq),)]  # the entry it was
@@ -620,7 +631,7 @@ def test_the_dashboard_counts_the_runs_costs(snapshot, built):
         cube = dashboard.load(conn)
         recorded, computed = conn.execute("SELECT SUM(CASE WHEN cost_source = 'recorded' THEN cost_usd END), "
                                           "SUM(CASE WHEN cost_source = 'computed' THEN cost_usd END) FROM messages "
-                                          "WHERE role = 'run'").fetchone()
+                                          "WHERE native_role = 'run'").fetchone()
     cost = dashboard.figures(cube, days=None)["total"]["cost"]  # every day, every agent
     assert recorded == pytest.approx(built.totals.cost_usd, abs=1e-6)
     assert cost == pytest.approx(recorded + computed, abs=1e-6) and computed > 0

@@ -337,10 +337,11 @@ def test_samples_trees_link_sub_agents_and_continuations(samples, tmp_path):
     previous = next(o["sessionId"] for o in _objects(continued) if o.get("isCompactSummary"))
     got = rows(db, "SELECT previous_session_id FROM sessions WHERE session_uuid = ?", (continued.stem,))
     ok(got == [(previous,)], "previous_session_id of the continued session")
-    # isMeta and isCompactSummary lines: kept, as role context
+    # isMeta and isCompactSummary lines: kept, as system (context) rows of Claude Code's word user
     counted = sum(1 for p in sample_files() for o in _objects(p)
                   if o.get("type") == "user" and (o.get("isMeta") or o.get("isCompactSummary")))
-    ok(scalar(db, "SELECT COUNT(*) FROM messages WHERE role = 'context' AND is_context = 1") == counted,
+    ok(scalar(db, "SELECT COUNT(*) FROM messages WHERE role = 'system' AND native_role = 'user' "
+                  "AND is_context = 1") == counted,
        "isMeta / isCompactSummary lines are context messages")
     # the summary-only file holds no session: its line is kept as an orphan
     ok(scalar(db, "SELECT COUNT(*) FROM claude_code_links WHERE kind = 'orphan'") == 1, "the orphan summary line")
@@ -710,7 +711,7 @@ def test_compaction_continuation_links_sessions_and_counts_replays_once(tmp_path
     assert got["sessions"] == 2 and got["model_calls"] == 2
     assert got["usage"] == [15, 26, 300, 40, 381]
     assert got == independent([first, second])
-    assert scalar(db, "SELECT role FROM messages WHERE session_uuid = ? AND seq = 1", (F.SID2,)) == "context"
+    assert scalar(db, "SELECT role FROM messages WHERE session_uuid = ? AND seq = 1", (F.SID2,)) == "system"
     assert scalar(db, "SELECT COUNT(*) FROM messages WHERE is_active_path = 0") == 0
     # a replayed call in the same session is the same message (one per message id)
     assert scalar(db, "SELECT COUNT(*) FROM messages WHERE message_uuid = 'msg_a1'") == 2
@@ -839,7 +840,9 @@ def test_user_lines_tool_results_and_context(tmp_path):
     imp(db, path)
     assert figures(db) == independent([path]) == _f(1, 3, 1, 2, 1, 2, 1, 10, 20, 0, 0)
     assert dict(rows(db, "SELECT role, COUNT(*) FROM messages GROUP BY 1")) == {
-        "context": 1, "user": 3, "assistant": 1, "toolResult": 2}
+        "system": 1, "user": 3, "assistant": 1, "toolResult": 2}
+    # Claude Code's own word: a tool result and a context line are blocks of user lines
+    assert dict(rows(db, "SELECT native_role, COUNT(*) FROM messages GROUP BY 1")) == {"user": 6, "assistant": 1}
     assert rows(db, "SELECT call_id, exit_code, is_error FROM tool_calls ORDER BY call_id") == [
         ("toolu_1", 1, 1), ("toolu_2", None, 0)]  # only a Bash result's "Exit code N" is an exit code
     image = json.loads(scalar(db, "SELECT content_blocks FROM messages WHERE message_uuid = ?", (c.lines[1]["uuid"],)))

@@ -62,30 +62,30 @@ def _u(inp, out, cache_read, total):
 # Per rollout (session id): established by hand with jq (see the module docstring).
 EXACT = {
     "019ab737-4612-7f91-bf54-c6a3b3870ee6": {  # EdofEngland, 0.63: shell_command, token_count before items
-        "roles": {"user": 3, "assistant": 1, "reasoning": 3, "toolCall": 2, "toolResult": 2, "usage": 3},
+        "roles": {"user": 1, "system": 2, "assistant": 6, "toolResult": 2},
         "context": 2, "model_calls": 3, "tool_calls": 2, "shell_calls": 2, "exit_codes": 2,
         "usage": _u(1850, 560, 10368, 12778), "sum_last_token_usage": 21002},
     "ddb14791-ff64-4389-ad02-b847be462b33": {  # ocodex, old format, one message
-        "roles": {"user": 1}, "context": 1, "model_calls": 0, "tool_calls": 0, "shell_calls": 0, "exit_codes": 0,
+        "roles": {"system": 1}, "context": 1, "model_calls": 0, "tool_calls": 0, "shell_calls": 0, "exit_codes": 0,
         "usage": _u(0, 0, 0, 0), "sum_last_token_usage": 0},
     "18a59085-ee11-4ef3-b460-f942642861b3": {  # ocodex, old format, shell + MCP calls, raw reasoning
-        "roles": {"user": 3, "assistant": 1, "reasoning": 3, "toolCall": 3, "toolResult": 3},
+        "roles": {"user": 1, "system": 2, "assistant": 7, "toolResult": 3},
         "context": 2, "model_calls": 0, "tool_calls": 3, "shell_calls": 1, "exit_codes": 1,
         "usage": _u(0, 0, 0, 0), "sum_last_token_usage": 0},
     "01999467-65bf-7281-8ab6-73bb53989041": {  # 0.41, first token_count info null, one repeat
-        "roles": {"user": 3, "assistant": 2, "reasoning": 2, "usage": 2},
+        "roles": {"user": 2, "system": 1, "assistant": 4},
         "context": 1, "model_calls": 2, "tool_calls": 0, "shell_calls": 0, "exit_codes": 0,
         "usage": _u(1511, 128, 3840, 5479), "sum_last_token_usage": 8221},
     BIG: {  # 0.104 sanitized, 1 MB: 573 token_count, 286 repeats, compaction, apply_patch
-        "roles": {"user": 46, "assistant": 255, "developer": 45, "reasoning": 219, "toolCall": 365, "toolResult": 365},
+        "roles": {"user": 46, "system": 45, "assistant": 839, "toolResult": 365},
         "context": 45, "model_calls": 286, "tool_calls": 365, "shell_calls": 212, "exit_codes": 0,
         "usage": _u(2188981, 133999, 31621504, 33944484), "sum_last_token_usage": 69395466},
     "019c8bfe-ec25-79e0-97d7-bda6a9c575ff": {  # 0.104 sanitized: 12 token_count, 5 repeats
-        "roles": {"user": 3, "assistant": 6, "developer": 4, "reasoning": 6, "toolCall": 5, "toolResult": 5},
+        "roles": {"user": 3, "system": 4, "assistant": 17, "toolResult": 5},
         "context": 4, "model_calls": 6, "tool_calls": 5, "shell_calls": 0, "exit_codes": 0,
         "usage": _u(59525, 1123, 238848, 299496), "sum_last_token_usage": 535265},
     "session-alpha": {  # ccusage's synthetic fixture: a turn_context and two token_count, no session_meta
-        "roles": {"usage": 2}, "context": 0, "model_calls": 2, "tool_calls": 0, "shell_calls": 0, "exit_codes": 0,
+        "roles": {"assistant": 2}, "context": 0, "model_calls": 2, "tool_calls": 0, "shell_calls": 0, "exit_codes": 0,
         "usage": _u(2750, 425, 750, 4200), "sum_last_token_usage": 4200},
 }
 
@@ -102,11 +102,13 @@ _WRAPPERS = ("<environment_context", "<user_instructions", "<INSTRUCTIONS", "# A
 
 
 def count_rollout(path: Path) -> tuple[str, dict]:
-    """(session id, figures) of one rollout by the rules: every response_item message a message
-    of its role (developer ones and the wrapper user ones context), reasoning, calls and outputs
-    rows of their own; a model call a token_count whose total differs from the one before
-    (info null skipped), its usage on the last model-written row since the last input, turn
-    start or model call, else on a row of role usage; tool calls distinct call ids."""
+    """(session id, figures) of one rollout by the rules (docs/vocabulary.md): every response_item
+    message a row (developer ones and the wrapper user ones system, context), reasoning, calls and
+    outputs rows of their own (assistant, assistant, toolResult); a model call a token_count whose
+    total differs from the one before (info null skipped), its usage on the last model-written row
+    since the last input, turn start or model call, else on the next model-written row before the
+    next of those (unless that row's own token_count follows), else on an assistant row of its own;
+    tool calls distinct call ids."""
     objs = [json.loads(raw) for raw in path.read_bytes().split(b"\n") if raw.strip()]
     first = objs[0]
     wrapped = True
@@ -118,34 +120,54 @@ def count_rollout(path: Path) -> tuple[str, dict]:
         m = _UUID.search(path.name)
         sid, body = (m.group(1) if m else path.name[: -len(".jsonl")]), objs
     roles, context, calls = Counter(), 0, {}
-    model_calls, usage_rows, written = 0, 0, 0
+    model_calls, written, pending, claim_only = 0, 0, False, False
     prev, sums, last_sum = None, [0, 0, 0, 0], 0
     for obj in body:
         kind, p = (obj.get("type"), obj.get("payload") or {}) if wrapped else (
             ("response_item", obj) if "type" in obj else ("state", obj))
         pt = p.get("type")
+
+        def model_wrote():
+            nonlocal written, pending, claim_only
+            if pending:  # the usage read before it is this row's (unless the row gets one of its own)
+                pending, written, claim_only = False, 1, True
+            else:
+                written, claim_only = written + 1, False
+
+        def request_over():
+            nonlocal written, pending, claim_only
+            if pending:  # a call with no row of its own: an assistant row carries it
+                roles["assistant"] += 1
+                pending = False
+            written, claim_only = 0, False
+
         if kind == "response_item":
             if pt == "message":
-                roles[p["role"]] += 1
                 texts = [c.get("text", "") for c in p.get("content") or []
                          if c.get("type") in ("input_text", "output_text")]
                 if p["role"] == "developer" or (
                         p["role"] == "user" and texts and all(t.lstrip().startswith(_WRAPPERS) for t in texts)):
                     context += 1
-                written = written + 1 if p["role"] == "assistant" else 0
+                    roles["system"] += 1
+                else:
+                    roles[p["role"]] += 1
+                if p["role"] == "assistant":
+                    model_wrote()
+                else:
+                    request_over()
             elif pt == "reasoning":
-                roles["reasoning"] += 1
-                written += 1
+                roles["assistant"] += 1
+                model_wrote()
             elif pt in ("function_call", "custom_tool_call", "local_shell_call"):
-                roles["toolCall"] += 1
-                written += 1
+                roles["assistant"] += 1
+                model_wrote()
                 calls.setdefault(p.get("call_id"), "local_shell" if pt == "local_shell_call" else p.get("name"))
             elif pt.endswith("_output"):
                 roles["toolResult"] += 1
-                written = 0
+                request_over()
         elif kind in ("turn_context", "compacted") or (
                 kind == "event_msg" and pt in ("task_started", "task_complete", "turn_aborted", "user_message")):
-            written = 0
+            request_over()
         elif kind == "event_msg" and pt == "token_count" and p.get("info"):
             t = p["info"]["total_token_usage"]
             total = [t["input_tokens"], t["cached_input_tokens"], t["output_tokens"], t["total_tokens"]]
@@ -156,9 +178,12 @@ def count_rollout(path: Path) -> tuple[str, dict]:
                 sums = [s + a - b for s, a, b in zip(sums, total, base)]
                 prev = total
                 if written == 0:
-                    usage_rows += 1
-                    roles["usage"] += 1
-                written = 0
+                    request_over()
+                    pending = True
+                elif claim_only:  # the row's own usage: the earlier call keeps an assistant row
+                    roles["assistant"] += 1
+                written, claim_only = 0, False
+    request_over()
     last = prev or [0, 0, 0, 0]
     assert sums == last, f"{sid}: the deltas add up to the last total"
     return sid, {
@@ -287,8 +312,9 @@ def test_stats_json_by_source(imported):
     for key in ("input", "output", "cacheRead", "cacheWrite", "totalTokens"):
         assert codex["usage"][key] == sum(e["usage"][key] for e in EXACT.values()), key
     assert codex["unpriced_calls"] == 0 and codex["usage"]["cost_total"] > 0
-    assert codex["usage_rows"] == 7 and codex["replayed_entries"] == 0
-    assert codex["messages_with_thinking"] == roles["reasoning"]
+    # one model call (session-alpha's two) kept as its usage alone; reasoning rows are Codex's own word
+    assert codex["calls_without_output"] == 2 and codex["replayed_entries"] == 0
+    assert codex["messages_with_thinking"] == codex["messages_by_native_role"]["reasoning"] == 233
 
 
 def test_sample_costs_are_computed_from_the_price_table(imported):
@@ -336,7 +362,7 @@ def test_sample_formats_and_fields(samples, imported):
     for path in sample_files(samples):
         sid, _ = count_rollout(path)
         lines = sum(1 for raw in path.read_bytes().split(b"\n") if raw.strip())
-        kept = scalar(imported, "SELECT COUNT(*) FROM messages WHERE session_uuid = ? AND role <> 'usage'", (sid,)) + \
+        kept = scalar(imported, "SELECT COUNT(*) FROM messages WHERE session_uuid = ? AND native_role <> 'token_count'", (sid,)) + \
             scalar(imported, "SELECT COUNT(*) FROM entries WHERE session_uuid = ?", (sid,)) + \
             scalar(imported, "SELECT COUNT(*) FROM sessions WHERE session_uuid = ? AND header_json IS NOT NULL", (sid,))
         assert kept == lines, sid
@@ -376,27 +402,30 @@ def test_repeated_totals_and_null_info_are_no_model_calls(tmp_path):
     r.repeat()
     db = tmp_path / "t.db"
     imp(db, r.write_in(tmp_path / ".codex" / "sessions"))
-    calls = rows(db, "SELECT role, input_tokens, cache_read_tokens, output_tokens, cache_write_tokens, total_tokens "
-                     "FROM messages WHERE call_key IS NOT NULL ORDER BY seq")
-    assert calls == [("assistant", 800, 200, 50, 0, 1050), ("toolCall", 300, 1200, 80, 0, 1580)]
+    calls = rows(db, "SELECT native_role, input_tokens, cache_read_tokens, output_tokens, cache_write_tokens, "
+                     "total_tokens FROM messages WHERE call_key IS NOT NULL ORDER BY seq")
+    assert calls == [("assistant", 800, 200, 50, 0, 1050), ("function_call", 300, 1200, 80, 0, 1580)]
     assert session_usage(db, r.sid) == _u(a[0] - a[1] + b[0] - b[1], a[2] + b[2], a[1] + b[1], r.total[4])
     assert scalar(db, "SELECT COUNT(*) FROM entries WHERE custom_type = 'token_count'") == 7  # all kept
 
 
-def test_usage_without_a_model_row_goes_on_a_usage_row(tmp_path):
-    """0.41 and 0.63 write a request's token_count before its items: the usage then has no row
-    of its request to go on, and gets a row of role usage (no content)."""
+def test_usage_before_its_items_goes_on_the_next_model_row(tmp_path):
+    """0.41 and 0.63 write a request's token_count before its items: the usage goes on the next
+    row the model wrote in that request (docs/vocabulary.md), no pseudo-row; a token_count whose
+    request has no model-written row is that call's assistant row without content."""
     r = F.Rollout()
     r.turn("hi")
     r.tokens(900, 0, 40)
     r.reasoning()
     r.assistant("hello")
+    r.turn("again")
+    r.tokens(1000, 0, 10)
     db = tmp_path / "t.db"
     imp(db, r.write_in(tmp_path / ".codex" / "sessions"))
-    assert rows(db, "SELECT role, content_blocks, total_tokens, model FROM messages WHERE call_key IS NOT NULL") == [
-        ("usage", None, 940, "gpt-5-codex")]
-    assert scalar(db, "SELECT COUNT(*) FROM messages WHERE role IN ('reasoning', 'assistant') "
-                      "AND total_tokens IS NULL") == 2
+    assert rows(db, "SELECT role, native_role, content_blocks IS NULL, total_tokens, model FROM messages "
+                    "WHERE call_key IS NOT NULL ORDER BY seq") == [
+        ("assistant", "reasoning", 0, 940, "gpt-5-codex"), ("assistant", "token_count", 1, 1010, "gpt-5-codex")]
+    assert scalar(db, "SELECT COUNT(*) FROM messages WHERE role = 'assistant' AND total_tokens IS NULL") == 1
 
 
 def test_a_counter_that_starts_again_counts_from_zero(tmp_path):
@@ -440,8 +469,9 @@ def test_fork_replay_is_not_counted_twice(tmp_path, subagent, turn_ids):
     imp(db, tmp_path / ".codex")
     assert scalar(db, "SELECT parent_session_uuid FROM sessions WHERE session_uuid = ?", (child.sid,)) == parent.sid
     # the child: only its own turn (prompt, 2 reasoning, a call, its output, an answer)
-    roles = dict(rows(db, "SELECT role, COUNT(*) FROM messages WHERE session_uuid = ? GROUP BY role", (child.sid,)))
-    assert roles == {"user": 1, "reasoning": 2, "toolCall": 1, "toolResult": 1, "assistant": 1}
+    roles = dict(rows(db, "SELECT native_role, COUNT(*) FROM messages WHERE session_uuid = ? GROUP BY native_role",
+                      (child.sid,)))
+    assert roles == {"user": 1, "reasoning": 2, "function_call": 1, "function_call_output": 1, "assistant": 1}
     assert scalar(db, "SELECT COUNT(*) FROM messages WHERE session_uuid = ? AND call_key IS NOT NULL",
                   (child.sid,)) == 2
     assert session_usage(db, child.sid) == _u(sum(u[0] - u[1] for u in own), sum(u[2] for u in own),
@@ -576,18 +606,20 @@ def test_an_append_rerun_reads_only_the_new_bytes_and_continues_the_deltas(tmp_p
     assert second.bytes_read < path.stat().st_size
     strip = lambda d: {k: v for k, v in d.items() if k != "parsed_files"}  # noqa: E731
     assert strip(dump(db)) == strip(dump(whole))
-    # every cut: the same model calls, usage and tool calls (the usage may sit on a usage row)
+    # every cut: the same model calls, usage and tool calls (the usage may sit on a row of its own)
+    bare = lambda db: scalar(db, "SELECT COUNT(*) FROM messages WHERE native_role = 'token_count'")  # noqa: E731
     want = figures(whole, r.sid)
-    assert "usage" not in want["roles"]
+    assert bare(whole) == 0
     split_requests = 0
     for cut in range(1, n):
         db, _, _ = _split_import(tmp_path, r, cut)
         got = figures(db, r.sid)
         assert (got["model_calls"], got["usage"], got["tool_calls"], got["exit_codes"]) == (
             want["model_calls"], want["usage"], want["tool_calls"], want["exit_codes"]), cut
-        assert {k: v for k, v in got["roles"].items() if k != "usage"} == want["roles"], cut
+        roles = {**got["roles"], "assistant": got["roles"]["assistant"] - bare(db)}
+        assert roles == want["roles"], cut
         assert session_usage(db, r.sid) == want["usage"], cut
-        split_requests += got["roles"].get("usage", 0)
+        split_requests += bare(db)
     assert split_requests >= 6  # cuts inside a request: its usage came on a usage row
 
 
@@ -646,8 +678,8 @@ def test_token_counts_appended_in_a_second_run(tmp_path):
     r.write(path)
     report = imp(db, path)
     assert report.bytes_read < path.stat().st_size - size + 3 * 1024
-    assert rows(db, "SELECT role, total_tokens FROM messages WHERE call_key IS NOT NULL ORDER BY seq") == [
-        ("toolCall", 1010), ("assistant", 1220)]
+    assert rows(db, "SELECT native_role, total_tokens FROM messages WHERE call_key IS NOT NULL ORDER BY seq") == [
+        ("function_call", 1010), ("assistant", 1220)]
     assert session_usage(db, r.sid)["totalTokens"] == r.total[4] == 2230
     assert rows(db, "SELECT command, exit_code, duration_ms FROM tool_calls") == [("echo hi", 0, 500)]
 
@@ -755,10 +787,11 @@ def test_tool_calls_results_and_exit_codes(tmp_path):
         ("apply_patch", None, None, None, 0, 1),
         ("mcp__docs__search", None, None, None, 0, 1),
     ]
-    assert scalar(db, "SELECT COUNT(*) FROM messages WHERE role = 'toolCall'") == 6
+    assert scalar(db, "SELECT COUNT(*) FROM messages WHERE role = 'assistant' AND has_tool_calls = 1") == 6
     assert json.loads(scalar(db, "SELECT arguments FROM tool_calls WHERE tool_name = 'apply_patch'")) == {
         "input": "*** Begin Patch\n*** Add File: a.txt\n+hi\n*** End Patch\n"}
-    block = json.loads(scalar(db, "SELECT content_blocks FROM messages WHERE role = 'toolCall' ORDER BY seq LIMIT 1"))
+    block = json.loads(scalar(db, "SELECT content_blocks FROM messages WHERE native_role = 'function_call' "
+                                  "ORDER BY seq LIMIT 1"))
     assert block == [{"type": "toolCall", "id": a, "name": "exec_command",
                       "arguments": {"cmd": "pytest -q", "workdir": "/w"}}]
     assert rows(db, "SELECT tool_name, exit_code, is_error FROM messages WHERE role = 'toolResult' "
@@ -778,7 +811,7 @@ def test_reasoning_encrypted_and_readable(tmp_path):
     db = tmp_path / "t.db"
     imp(db, r.write_in(tmp_path / ".codex" / "sessions"))
     got = [(json.loads(b)[0], t, h) for b, t, h in rows(
-        db, "SELECT content_blocks, thinking_text, has_thinking FROM messages WHERE role = 'reasoning' ORDER BY seq")]
+        db, "SELECT content_blocks, thinking_text, has_thinking FROM messages WHERE native_role = 'reasoning' ORDER BY seq")]
     assert got[0] == ({"type": "thinking", "thinking": C.ENCRYPTED_PLACEHOLDER, "encrypted": True,
                        "encryptedChars": 406}, None, 1)
     assert got[1] == ({"type": "thinking", "thinking": "A summary", "encrypted": True, "encryptedChars": 406},
@@ -811,8 +844,9 @@ def test_context_messages_are_flagged_and_event_mirrors_are_entries(tmp_path):
     r.tokens(10, 0, 5)
     db = tmp_path / "t.db"
     imp(db, r.write_in(tmp_path / ".codex" / "sessions"))
-    assert rows(db, "SELECT role, is_context FROM messages WHERE role IN ('user', 'developer') ORDER BY seq") == [
-        ("developer", 1), ("user", 1), ("user", 1), ("user", 0)]
+    assert rows(db, "SELECT role, native_role, is_context FROM messages WHERE native_role IN ('user', 'developer') "
+                    "ORDER BY seq") == [("system", "developer", 1), ("system", "user", 1), ("system", "user", 1),
+                                        ("user", "user", 0)]
     assert rows(db, "SELECT custom_type FROM entries WHERE custom_type IN ('user_message', 'agent_message') "
                     "ORDER BY seq") == [("user_message",), ("agent_message",)]
     assert rows(db, "SELECT cwd, project FROM sessions") == [("/srv/app", "app")]

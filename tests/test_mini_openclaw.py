@@ -117,12 +117,14 @@ def imported_counts(db: Path, root: Path) -> dict[str, dict]:
     """The same figures read back from the store, per unit (parsed_files.file_path)."""
     out = {}
     for (path,) in rows(db, "SELECT file_path FROM parsed_files WHERE status = 'success'"):
-        roles = dict(rows(db, "SELECT m.role, COUNT(*) FROM messages m JOIN sessions s ON s.id = m.session_id "
-                              "WHERE s.file_path = ? AND m.role <> 'toolResult' GROUP BY m.role", (path,)))
+        # the raw roles are the rows' native_role (docs/vocabulary.md); the importer's added results are
+        # native toolResult rows
+        roles = dict(rows(db, "SELECT m.native_role, COUNT(*) FROM messages m JOIN sessions s ON s.id = m.session_id "
+                              "WHERE s.file_path = ? AND m.native_role <> 'toolResult' GROUP BY m.native_role", (path,)))
         calls, shell = rows(db, "SELECT COUNT(*), COALESCE(SUM(t.tool_name = 'terminal'), 0) FROM tool_calls t "
                                 "JOIN sessions s ON s.id = t.session_id WHERE s.file_path = ?", (path,))[0]
         added = scalar(db, "SELECT COUNT(*) FROM messages m JOIN sessions s ON s.id = m.session_id "
-                           "WHERE s.file_path = ? AND m.role = 'toolResult'", (path,))
+                           "WHERE s.file_path = ? AND m.native_role = 'toolResult'", (path,))
         out[str(Path(path).relative_to(root))] = {"roles": roles, "tool_calls": calls, "shell": shell,
                                                   "added": added}
     return out
@@ -155,7 +157,8 @@ SAMPLE_COUNTS = {
                                                    "shell": 0, "added": 15, "errors": 9},
 }
 TRUNCATED = MA + "7fca357cd6de400abba193fb281ea57d.json"
-SAMPLE_TOTALS = {"sessions": 7, "messages_by_role": {"user": 15, "assistant": 30, "tool": 5, "toolResult": 31},
+SAMPLE_TOTALS = {"sessions": 7, "messages_by_role": {"user": 15, "assistant": 30, "toolResult": 36},
+                 "messages_by_native_role": {"user": 15, "assistant": 30, "tool": 5, "toolResult": 31},
                  "tool_calls": 36, "shell_calls": 3}
 
 
@@ -219,7 +222,10 @@ def test_samples_stats_json_by_source(tmp_path):
         raw.update(c["roles"])
     want = dict(raw)
     want["toolResult"] = sum(c["added"] for c in independent)
-    assert mine["messages_by_role"] == want
+    assert mine["messages_by_native_role"] == want
+    # in the vocabulary: LangChain's tool messages (each answering a call) are tool results
+    assert mine["messages_by_role"] == {"user": want["user"], "assistant": want["assistant"],
+                                        "toolResult": want["toolResult"] + want["tool"]}
     assert mine["tool_calls"] == sum(c["tool_calls"] for c in independent)
     assert mine["shell_calls"] == sum(c["shell"] for c in independent)
     assert mine["sessions"] == len(independent)
@@ -363,9 +369,9 @@ def test_langchain_list(tmp_path):
     path = F.langchain(tmp_path / "lc")
     db = tmp_path / "a.db"
     do_import(db, path.parent.parent.parent)
-    assert rows(db, "SELECT role, COUNT(*) FROM messages GROUP BY role ORDER BY role") == [
-        ("assistant", 3), ("tool", 2), ("user", 2)]
-    calls = rows(db, "SELECT t.call_id, t.tool_name, t.command, t.is_error, r.role, r.tool_name, t.block_index "
+    assert rows(db, "SELECT role, native_role, COUNT(*) FROM messages GROUP BY 1, 2 ORDER BY 1") == [
+        ("assistant", "assistant", 3), ("toolResult", "tool", 2), ("user", "user", 2)]
+    calls = rows(db, "SELECT t.call_id, t.tool_name, t.command, t.is_error, r.native_role, r.tool_name, t.block_index "
                      "FROM tool_calls t LEFT JOIN messages r ON r.id = t.result_message_id ORDER BY t.id")
     assert calls == [
         ("call_00_aaaaaaaa", "terminal", "echo one\necho two", 0, "tool", "terminal", 0),
@@ -387,7 +393,7 @@ def test_a_langchain_result_written_after_its_call_is_paired_on_the_next_run(tmp
     F.write(path, full)
     assert do_import(db, path).messages_added == 5
     paired = [("call_00_aaaaaaaa", "tool", 0), ("call_01_bbbbbbbb", "tool", 1)]
-    sql = ("SELECT t.call_id, r.role, t.is_error FROM tool_calls t JOIN messages r ON r.id = t.result_message_id "
+    sql = ("SELECT t.call_id, r.native_role, t.is_error FROM tool_calls t JOIN messages r ON r.id = t.result_message_id "
            "ORDER BY t.id")
     assert rows(db, sql) == paired
     # the calls' message changes (a field of its own), its results do not: paired again from the store
@@ -713,7 +719,10 @@ def test_stats_json_on_generated_tree(tmp_path):
     roles = Counter()
     for c in counts:
         roles.update(c["roles"])
-    assert mine["messages_by_role"] == {**roles, "toolResult": sum(c["added"] for c in counts)}
+    native = {**roles, "toolResult": sum(c["added"] for c in counts)}
+    assert mine["messages_by_native_role"] == native
+    assert mine["messages_by_role"] == {"user": native["user"], "assistant": native["assistant"],
+                                        "toolResult": native["toolResult"] + native["tool"]}
     assert (mine["sessions"], mine["tool_calls"], mine["shell_calls"]) == (
         len(counts), sum(c["tool_calls"] for c in counts), sum(c["shell"] for c in counts))
 

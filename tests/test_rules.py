@@ -191,8 +191,9 @@ def test_v1_file_gets_positional_ids(tmp_path):
         ("@1", None), ("@2", "@1"), ("@3", "@2"), ("@4", "@3"), ("@5", "@4"), ("@6", "@5")]
     assert scalar(db, "SELECT COUNT(*) FROM messages WHERE is_active_path = 1") == 6
     assert scalar(db, "SELECT agent_id || ' ' || version FROM sessions") == "pi 1"
-    assert rows(db, "SELECT text_preview, is_error FROM messages WHERE role = 'bashExecution' ORDER BY seq") == [
-        ("echo 0", 0), ("echo 1", 1), ("echo 2", 1)]
+    # pi's `!command`: a command a person typed (role user), pi's word kept (docs/vocabulary.md)
+    assert rows(db, "SELECT role, text_preview, is_error FROM messages WHERE native_role = 'bashExecution' "
+                    "ORDER BY seq") == [("user", "echo 0", 0), ("user", "echo 1", 1), ("user", "echo 2", 1)]
     # Appending to a v1 file chains to the previous last entry.
     with open(path, "ab") as f:
         f.write(line({"type": "message", "timestamp": "2025-12-09T01:00:00.000Z",

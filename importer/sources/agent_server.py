@@ -26,7 +26,7 @@ docs/agent-server.md for what is read and how it maps to the archive.
   event row itself: a message (prompts, assistant texts, reasoning, completed
   tool calls and their results) or an entry (``entry_type`` = the event type:
   streaming deltas, run and interaction events, errors, unknown types, a
-  tool call that never completed). Each run adds one message of role ``run``
+  tool call that never completed). Each run adds one assistant row (native role ``run``)
   carrying the run's tokens and cost (its model-call identity: the run id),
   so that every report that sums ``messages`` counts the agent-server once
   per run. ``runs``, ``interactions``, ``files`` (metadata), ``audit_logs``
@@ -44,6 +44,7 @@ from typing import Any, Iterator
 import orjson
 
 from .. import parser as P
+from .. import vocabulary as V
 from ..shape import Table
 from ..units import Batch, Checkpoint, Container, Opened, Outcome, SessionInfo, SourceError, Unit
 from .base import Discovery, Scope, Source
@@ -73,7 +74,7 @@ KNOWN_TYPES = frozenset({
 SHELL_TOOLS = frozenset({"Bash", "commandExecution"})  # Claude's and Codex's shell tools
 UNKNOWN = "unknown"  # entries.custom_type of an event of a type the importer does not know
 NEVER_COMPLETED = "never_completed"  # ... of a tool.started that has no tool.completed
-RUN_ROLE = "run"  # the role of a run's usage message
+RUN_ROLE = "run"  # the native role of a run's usage row (its role: assistant; docs/vocabulary.md)
 
 RUNS = "agent_server_runs"
 INTERACTIONS = "agent_server_interactions"
@@ -427,7 +428,8 @@ class _Tool:
 
 def _message_row(entry_id: str, parent: str | None, role: str, blocks: list | None, *, seq: int | None,
                  ts: str | None, raw: bytes, provider: str | None, model: str | None, preview: str | None = None,
-                 **values) -> dict:
+                 native: str | None = None, **values) -> dict:
+    """``role``: the vocabulary's (docs/vocabulary.md); ``native``: the event's type."""
     """A complete messages row (every row of a batch has the same keys)."""
     tool_blocks = [b for b in blocks or () if isinstance(b, dict) and b.get("type") == "toolCall"]
     thinking = None
@@ -436,7 +438,7 @@ def _message_row(entry_id: str, parent: str | None, role: str, blocks: list | No
             thinking = _text(b.get("thinking")) or ""
             break
     row = {
-        "message_uuid": entry_id, "parent_message_uuid": parent, "role": role,
+        "message_uuid": entry_id, "parent_message_uuid": parent, "role": role, "native_role": native,
         "content_blocks": _dumps(blocks) if blocks is not None else None,
         "text_preview": (P.text_preview({"content": blocks}) if blocks else None) or preview,
         "first_tool_call": _text(tool_blocks[0].get("name"), 128) if tool_blocks else None,
@@ -495,7 +497,8 @@ class SessionContext:
                 blocks = _codex_text_blocks(item.get("content"))
             else:
                 blocks = _claude_blocks(_dict(p.get("message")).get("content"))
-            return _entry(eid, parent, "message", ev.seq, ev.raw, _message_row(eid, parent, "user", blocks, **common))
+            return _entry(eid, parent, "message", ev.seq, ev.raw,
+                          _message_row(eid, parent, V.USER, blocks, native=t, **common))
         if t == "assistant.message":
             if item:
                 blocks = [{"type": "text", "text": item["text"]}] if isinstance(item.get("text"), str) else []
@@ -504,7 +507,7 @@ class SessionContext:
                 message = _dict(p.get("message"))
                 blocks = _claude_blocks(message.get("content"))
                 model = _text(message.get("model"), 128) or self.model
-            row = _message_row(eid, parent, "assistant", blocks, **{**common, "model": model},
+            row = _message_row(eid, parent, V.ASSISTANT, blocks, native=t, **{**common, "model": model},
                                stop_reason=_text(_dict(p.get("message")).get("stop_reason"), 64))
             return _entry(eid, parent, "message", ev.seq, ev.raw, row)
         if t == "reasoning":
@@ -514,7 +517,7 @@ class SessionContext:
             else:
                 blocks = _claude_blocks(_dict(p.get("message")).get("content"))
             return _entry(eid, parent, "message", ev.seq, ev.raw,
-                          _message_row(eid, parent, "reasoning", blocks, **common))
+                          _message_row(eid, parent, V.ASSISTANT, blocks, native=t, **common))
         if t == "tool.started":
             tool = _Tool(p, self.claude)
             if completion is None or tool.call_id is None:
@@ -531,13 +534,13 @@ class SessionContext:
                               "arguments": _dumps(block.get("arguments")), "command": tool.command(block),
                               "timestamp": ts,
                               "is_truncated": int(bool(completion.get("truncated")) and call_id == tool.call_id)})
-            row = _message_row(eid, parent, "toolCall", blocks, **common)
+            row = _message_row(eid, parent, V.ASSISTANT, blocks, native=t, **common)
             return _entry(eid, parent, "message", ev.seq, ev.raw, row, calls)
         if t == "tool.completed":
             tool = _Tool(p, self.claude)
             blocks, failed, exit_code, duration = tool.result()
             status = _text(item.get("status")) or ("error" if failed else "completed")
-            row = _message_row(eid, parent, "toolResult", blocks, **common,
+            row = _message_row(eid, parent, V.TOOL_RESULT, blocks, native=t, **common,
                                preview=f"{tool.name or 'tool'} {status}", tool_call_id=call_id or tool.call_id,
                                tool_name=tool.name, exit_code=exit_code, duration_ms=duration, is_error=int(failed))
             return _entry(eid, parent, "message", ev.seq, ev.raw, row)
@@ -626,7 +629,7 @@ class RunRow:
         eid = run_entry_id(self.id)
         parent = event_id(anchor) if anchor is not None else None
         row = _message_row(
-            eid, parent, RUN_ROLE, None, seq=anchor, ts=_time(ended if ended is not None else started), raw=raw,
+            eid, parent, V.ASSISTANT, None, native=RUN_ROLE, seq=anchor, ts=_time(ended if ended is not None else started), raw=raw,
             provider=ctx.provider, model=ctx.model, preview=f"run {status or '?'}",
             output_tokens=out, total_tokens=(inp or 0) + (out or 0) if inp is not None or out is not None else None,
             cost_usd=_num(v["cost_usd"]), call_key=run_call_key(self.id), stop_reason=status,
@@ -1219,7 +1222,7 @@ class AgentServerSource(Source):
         runs = store.query(f"SELECT COUNT(*), SUM(input_tokens), SUM(output_tokens), SUM(cost_usd) FROM {RUNS}")[0]
         return {
             "runs": int(runs[0] or 0),
-            "events": one(entries, (KIND,)) + one("SELECT COUNT(*) FROM messages WHERE source = ? AND role <> ?",
+            "events": one(entries, (KIND,)) + one("SELECT COUNT(*) FROM messages WHERE source = ? AND native_role <> ?",
                                                    (KIND, RUN_ROLE)),
             "interactions": one(f"SELECT COUNT(*) FROM {INTERACTIONS}"),
             "audit_logs": one(f"SELECT COUNT(*) FROM {AUDIT_LOGS}"),

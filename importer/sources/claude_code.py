@@ -884,7 +884,7 @@ class ClaudeParser:
         if context:
             for p in parts:
                 if p["role"] == "user":
-                    p["role"] = "context"
+                    p["role"] = "system"  # injected context (isMeta, a compaction's summary): not typed by anyone
         parent = self._parent(st, obj, message=True)
         slim = _without_content(obj)
         # One message holding every block of the line as it was: raw_json is the line without its
@@ -901,7 +901,7 @@ class ClaudeParser:
             else:
                 raw_obj = {"_agentbase": {"part_of": line_id}}
             row = self._row(p["id"], parent, p["role"], p["blocks"], ts, line.index, raw_obj)
-            row["is_context"] = int(p["role"] == "context")
+            row["is_context"] = int(p["role"] == "system")
             if p["role"] == "toolResult":
                 tid = p["tool_call_id"]
                 name = self.tools.get(tid) if tid else None
@@ -1074,6 +1074,8 @@ class ClaudeParser:
                 break
         return {
             "message_uuid": entry_id, "parent_message_uuid": parent, "role": role,
+            # Claude Code's own word: the line's message.role (a tool result is a block of a user line)
+            "native_role": "assistant" if role == "assistant" else "user",
             "content_blocks": P._dumps(blocks), "text_preview": P.text_preview({"content": blocks}),
             "first_tool_call": None, "tool_call_count": 0, "tool_calls_json": None,
             "thinking_text": thinking, "has_thinking": int(has_thinking), "has_tool_calls": 0,

@@ -49,6 +49,7 @@ from typing import Any
 import orjson
 
 from .. import parser as P
+from .. import vocabulary as V
 from ..parser import ChunkResult, Entry, ParseState
 from .reader import read_lines
 from ..units import SessionInfo, Unit
@@ -371,11 +372,15 @@ class _Held:
     """Rows of the request under way, held until it ends (so a model call's usage can still
     be put on the last row the model wrote), in line order."""
 
-    __slots__ = ("entries", "candidate")
+    __slots__ = ("entries", "candidate", "pending", "claim")
 
     def __init__(self):
         self.entries: list[Entry] = []
         self.candidate: Entry | None = None  # the last model-written row
+        self.pending: Entry | None = None  # a call's usage read before any row of it (held, in line order)
+        # (pending row, the model-written row that took its usage, that row's digest before): the
+        # pending row goes when the request ends, unless that row takes a usage of its own first
+        self.claim: tuple[Entry, Entry, str] | None = None
 
 
 class RolloutParser:
@@ -627,11 +632,14 @@ class RolloutParser:
                         info = self.extra.setdefault("info", {})
                         info["cwd"], info["project"] = P.cut_text(m.group(1), 512), _project(m.group(1))
                         break
-            row = self._row(index, role, blocks, ts, raw, approximate, is_context=context)
+            # developer and system messages, and Codex's wrappers in user messages, are context
+            vocab = V.SYSTEM if context else V.USER if role == "user" else V.ASSISTANT if role == "assistant" \
+                else V.SYSTEM
+            row = self._row(index, vocab, blocks, ts, raw, approximate, is_context=vocab == V.SYSTEM, native=role)
             self._message(index, obj, raw, row, None, result, model_written=role == "assistant")
         elif ptype == "reasoning":
             block, text = reasoning_block(payload)
-            row = self._row(index, "reasoning", [block], ts, raw, approximate, thinking=text)
+            row = self._row(index, V.ASSISTANT, [block], ts, raw, approximate, thinking=text, native="reasoning")
             self._message(index, obj, raw, row, None, result, model_written=True)
         elif ptype in CALL_TYPES:
             self._call(index, obj, raw, payload, ptype, ts, result, approximate)
@@ -657,7 +665,7 @@ class RolloutParser:
         if ptype != "function_call":
             block["callType"] = ptype
         command = shell_command(name, args)
-        row = self._row(index, "toolCall", [block], ts, raw, approximate, command=command)
+        row = self._row(index, V.ASSISTANT, [block], ts, raw, approximate, command=command, native=_s(ptype, 64))
         calls = []
         if call_id is None or call_id not in self.seen:
             # A call id the session had already (a copy of the same call) adds no second call.
@@ -687,8 +695,9 @@ class RolloutParser:
                 failed = failed or exit_code != 0
             if end[1] is not None:
                 duration = end[1]
-        row = self._row(index, "toolResult", blocks, ts, raw, approximate, tool_call_id=call_id, tool_name=tool,
-                        exit_code=exit_code, duration=duration, is_error=failed)
+        row = self._row(index, V.TOOL_RESULT, blocks, ts, raw, approximate, tool_call_id=call_id, tool_name=tool,
+                        exit_code=exit_code, duration=duration, is_error=failed,
+                        native=_s(payload.get("type"), 64))
         self._message(index, obj, raw, row, None, result, model_written=False)
 
     # -- tokens ----------------------------------------------------------------------
@@ -728,11 +737,22 @@ class RolloutParser:
         self._place(entry, result)
         target = held.candidate
         if target is not None:
-            target.row.update(usage)
-            # Its digest says it carries this call: a copy read before without it is replaced.
-            target._hash = target.raw_hash + "+" + key[:8]
+            claim = held.claim
+            if claim is not None and claim[1] is target:
+                # the row that took an earlier usage has one of its own (it came after it): the
+                # earlier call keeps its row, without output
+                held.claim = None
+                target._hash = claim[2]
+            _carry(target, usage, key)
+            self._flush(result)
         else:
-            row = self._row(index, "usage", None, ts, None, False)
+            # No model-written row since the last input: older rollouts write the token_count
+            # before the items of its call. The call's usage waits, held, for the next
+            # model-written row of the same request (_message); when the request ends without one,
+            # the held row stays: an assistant row without content that is that model call
+            # (docs/vocabulary.md, "a model call without output").
+            self._flush(result)
+            row = self._row(index, V.ASSISTANT, None, ts, None, False, native="token_count")
             row.update(usage)
             row["message_uuid"] = f"@{index}:usage"
             row["parent_message_uuid"] = entry.entry_id
@@ -740,15 +760,16 @@ class RolloutParser:
                                       "previous_total": prev})
             usage_entry = Entry(row["message_uuid"], entry.entry_id, "message", index, {}, row["raw_json"].encode(),
                                 row=row, calls=[])
-            self._place(usage_entry, result)
-        self._flush(result)
+            self._chain(usage_entry)
+            held.entries.append(usage_entry)
+            held.pending = usage_entry
 
     # -- rows and entries --------------------------------------------------------------
 
     def _row(self, index: int, role: str | None, blocks: list | None, ts: str | None, raw: bytes | None,
              approximate: bool, *, is_context: bool = False, thinking: str | None = None, command: str | None = None,
              tool_call_id: str | None = None, tool_name: str | None = None, exit_code: int | None = None,
-             duration: int | None = None, is_error: bool = False) -> dict:
+             duration: int | None = None, is_error: bool = False, native: str | None = None) -> dict:
         """A ``messages`` row (every key, so rows of a batch share one INSERT)."""
         tools = [b for b in blocks or [] if b.get("type") == "toolCall"]
         preview = None
@@ -758,7 +779,7 @@ class RolloutParser:
                 preview = _preview(command) or _preview(f"{tools[0].get('name')} {_dumps(tools[0].get('arguments'))}")
         has_thinking = any(b.get("type") == "thinking" for b in blocks or [])
         return {
-            "message_uuid": f"@{index}", "parent_message_uuid": None, "role": role,
+            "message_uuid": f"@{index}", "parent_message_uuid": None, "role": role, "native_role": native,
             "content_blocks": _dumps(blocks) if blocks is not None else None,
             "text_preview": preview,
             "first_tool_call": _s(tools[0].get("name"), 128) if tools else None,
@@ -777,8 +798,17 @@ class RolloutParser:
     def _message(self, index, obj, raw, row, calls, result, model_written: bool) -> None:
         entry = Entry(row["message_uuid"], None, "message", index, obj, raw, row=row, calls=calls or [])
         if model_written:
-            self.held.entries.append(entry)
-            self.held.candidate = entry
+            held = self.held
+            pending = held.pending
+            if pending is not None:
+                # the call whose usage came first: its usage goes on this row (its own row goes
+                # when the request ends: _flush)
+                held.pending = None
+                held.claim = (pending, entry, entry.raw_hash)
+                p = pending.row
+                _carry(entry, {k: p[k] for k in _USAGE_COLUMNS}, p["call_key"])
+            held.entries.append(entry)
+            held.candidate = entry
             self._chain(entry)
             if len(self.held.entries) > MAX_HELD:
                 self._flush(result)
@@ -811,10 +841,30 @@ class RolloutParser:
 
     def _flush(self, result: ChunkResult) -> None:
         held = self.held
+        if held.claim is not None:
+            pending = held.claim[0]
+            held.entries = [e for e in held.entries if e is not pending]
+            for other in held.entries:  # what hung on it hangs on its parent (the token_count entry)
+                if other.parent_id == pending.entry_id:
+                    other.parent_id = pending.parent_id
+                    other.row["parent_message_uuid" if other.type == "message" else "parent_uuid"] = pending.parent_id
+            if self.state.last_entry_id == pending.entry_id:
+                self.state.last_entry_id = pending.parent_id
         if held.entries:
             result.entries.extend(held.entries)
             held.entries = []
-        held.candidate = None
+        held.candidate = held.pending = held.claim = None
+
+
+_USAGE_COLUMNS = ("input_tokens", "cache_read_tokens", "output_tokens", "cache_write_tokens", "total_tokens",
+                  "model", "provider", "call_key")
+
+
+def _carry(target: Entry, usage: dict, key: str) -> None:
+    """A model call's usage onto the row the model wrote for it."""
+    target.row.update(usage)
+    # Its digest says it carries this call: a copy read before without it is replaced.
+    target._hash = target.raw_hash + "+" + key[:8]
 
 
 # ---------------------------------------------------------------------------
@@ -944,10 +994,11 @@ class CodexSource(Source):
 
     def extra_stats(self, store) -> dict:
         rows = store.query(
-            "SELECT (SELECT COUNT(*) FROM messages WHERE source = 'codex' AND role = 'usage') AS usage_rows, "
+            "SELECT (SELECT COUNT(*) FROM messages WHERE source = 'codex' AND native_role = 'token_count') AS n, "
             "(SELECT COUNT(*) FROM entries e JOIN sessions s ON s.id = e.session_id "
             " WHERE s.source = 'codex' AND e.entry_type = 'replayed') AS replayed_entries")
-        return {"usage_rows": int(rows[0][0] or 0), "replayed_entries": int(rows[0][1] or 0)}
+        # calls_without_output: model calls whose items the rollout did not keep (their usage only)
+        return {"calls_without_output": int(rows[0][0] or 0), "replayed_entries": int(rows[0][1] or 0)}
 
 
 SOURCE = CodexSource()

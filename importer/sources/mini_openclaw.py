@@ -31,6 +31,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import orjson
 
 from .. import parser as P
+from .. import vocabulary as V
 from ..units import Batch, Checkpoint, NotATranscript, Outcome, SessionInfo, SourceError, Unit, file_token
 from .base import Discovery, Scope, Source
 from .fs import FileSystem
@@ -272,6 +273,17 @@ def not_a_session(name: str, obj) -> str:
     return f"not a mini-OpenClaw session: a JSON {type(obj).__name__}"
 
 
+def _vocabulary_role(native: str | None, tool_call_id: str | None) -> str:
+    """The vocabulary's role (docs/vocabulary.md) of a message the file gives this role: a
+    LangChain ``tool`` message answering a call is a tool result; a role the vocabulary has no
+    word for (``system``, ``function``, none) is context the agent gave the model."""
+    if native in (V.USER, V.ASSISTANT):
+        return native
+    if native in ("tool", V.TOOL_RESULT) and tool_call_id:
+        return V.TOOL_RESULT
+    return V.SYSTEM
+
+
 def _raw_role(m: dict) -> str | None:
     """The message's role as the file has it: ``role``, else LangChain's ``type``
     (human/ai as user/assistant, tool as a role of its own)."""
@@ -494,7 +506,8 @@ class SessionParser:
         is_error = 0
         if role == "tool":
             is_error = int(m.get("status") == "error" or output_failed(content))
-        row = self._row(eid, parent, role, blocks, seq, when, approximate, _dumps(slim))
+        row = self._row(eid, parent, _vocabulary_role(role, tool_call_id), blocks, seq, when, approximate,
+                        _dumps(slim), native=role)
         row.update({
             "first_tool_call": tool_blocks[0]["name"] if tool_blocks else None,
             "tool_call_count": len(tool_blocks),
@@ -518,7 +531,8 @@ class SessionParser:
         failed = output_failed(output)
         blocks = [{"type": "text", "text": text}]
         meta = {"tool": tool, "tool_call_index": k, "of_message": eid, "outcome": "error" if failed else "unknown"}
-        row = self._row(rid, parent, "toolResult", blocks, seq, when, approximate, _dumps(meta))
+        # (the kind has no word for it: the output is a field of its call)
+        row = self._row(rid, parent, V.TOOL_RESULT, blocks, seq, when, approximate, _dumps(meta), native="toolResult")
         row.update({
             "first_tool_call": None, "tool_call_count": 0, "tool_calls_json": None, "thinking_text": None,
             "has_thinking": 0, "has_tool_calls": 0, "is_error": int(failed),
@@ -530,16 +544,18 @@ class SessionParser:
 
     @staticmethod
     def _row(eid: str, parent: str | None, role: str | None, blocks: list, seq: int, when: str | None,
-             approximate: bool, raw_json: str) -> dict:
+             approximate: bool, raw_json: str, native: str | None = None) -> dict:
         return {
-            "message_uuid": eid, "parent_message_uuid": parent, "role": role[:32] if role else None,
+            "message_uuid": eid, "parent_message_uuid": parent, "role": role,
+            "native_role": native[:64] if native else None,
             "content_blocks": _dumps(blocks), "text_preview": P.text_preview({"content": blocks}),
             "is_synthetic": 0, "provider": None, "model": None, "api": None, "stop_reason": None,
             "error_message": None, "exit_code": None, "duration_ms": None, "timestamp": when, "seq": seq,
             "call_key": None, "cost_usd": None, "input_tokens": None, "output_tokens": None,
             "cache_read_tokens": None, "cache_write_tokens": None, "total_tokens": None,
             "cost_source": None, "cache_write_5m_tokens": None, "cache_write_1h_tokens": None,
-            "is_context": 0, "time_approximate": int(approximate), "usage_invalid": 0, "raw_json": raw_json,
+            "is_context": int(role == V.SYSTEM), "time_approximate": int(approximate), "usage_invalid": 0,
+            "raw_json": raw_json,
         }
 
 

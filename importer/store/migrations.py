@@ -161,6 +161,109 @@ def _migration_change_log(store: Migrating) -> None:
         store.execute(f"INSERT INTO {CHANGE_COUNTER} (id, n) VALUES (2, ?)", (secrets.randbits(62),))
 
 
+# Codex (sources/codex.py): what ends a request, so a usage read before its call's rows
+# stops looking for them: an input, a turn's events and boundaries, the next call's usage.
+_CODEX_INPUT_ROLES = ("user", "developer", "system", "toolResult")
+_CODEX_MODEL_ROLES = ("assistant", "reasoning", "toolCall")
+_CODEX_ENDS = "('task_started', 'task_complete', 'turn_aborted', 'user_message')"
+_USAGE_MOVED = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "total_tokens",
+                "cost_usd", "cost_source", "cache_write_5m_tokens", "cache_write_1h_tokens", "usage_counted",
+                "usage_invalid", "call_key", "provider", "model")
+
+
+def _migration_vocabulary(store: Migrating) -> None:
+    """One vocabulary for every kind (docs/vocabulary.md): ``role`` is user, assistant,
+    toolResult or system, the kind's own word goes into ``native_role``. Rows archived before
+    are rewritten from what the store holds (source, role, is_context, tool_call_id, raw_json),
+    as a fresh import writes them; a Codex usage row moves its usage onto the row its model
+    call wrote (or, without one, becomes that call's assistant row)."""
+    import orjson
+
+    store.ensure_columns("messages", ["native_role"])
+    todo = "native_role IS NULL"
+    # Codex's usage rows first (they need the old roles to find their call's row).
+    usage_rows = store.tuples(
+        f"SELECT id, session_id, seq, message_uuid, parent_message_uuid FROM messages "
+        f"WHERE source = 'codex' AND role = 'usage' AND {todo} ORDER BY session_id, seq")
+    columns = ", ".join(_USAGE_MOVED)
+    for row_id, session_id, seq, uuid, parent in usage_rows:
+        target = store.tuples(
+            "SELECT id, role, seq, call_key FROM messages WHERE session_id = ? AND seq > ? ORDER BY seq, id LIMIT 1",
+            (session_id, seq))  # (the next call's usage row ends the request too)
+        end = store.tuples(
+            "SELECT MIN(seq) FROM entries WHERE session_id = ? AND seq > ? AND (entry_type IN "
+            f"('turn_context', 'compacted') OR (entry_type = 'event_msg' AND custom_type IN {_CODEX_ENDS}))",
+            (session_id, seq))[0][0]
+        if not target or target[0][1] not in _CODEX_MODEL_ROLES or target[0][3] is not None \
+                or (end is not None and end <= target[0][2]):
+            continue  # no row of its call (the next carries a usage of its own): the call's assistant row (below)
+        usage = store.tuples(f"SELECT {columns} FROM messages WHERE id = ?", (row_id,))[0]
+        sets = ", ".join(f"{c} = ?" for c in _USAGE_MOVED)
+        key = usage[_USAGE_MOVED.index("call_key")] or ""
+        store.execute(f"UPDATE messages SET {sets}, raw_hash = {store.dialect.concat('raw_hash', '?')} WHERE id = ?",
+                      (*usage, "+" + key[:8], target[0][0]))
+        store.execute("DELETE FROM messages WHERE id = ?", (row_id,))
+        # what hung on the usage row hangs on its parent (the token_count entry)
+        store.execute("UPDATE messages SET parent_message_uuid = ? WHERE session_id = ? AND parent_message_uuid = ?",
+                      (parent, session_id, uuid))
+        store.execute("UPDATE entries SET parent_uuid = ? WHERE session_id = ? AND parent_uuid = ?",
+                      (parent, session_id, uuid))
+        store.execute("UPDATE sessions SET message_count = message_count - 1, "
+                      "leaf_entry_id = CASE WHEN leaf_entry_id = ? THEN ? ELSE leaf_entry_id END WHERE id = ?",
+                      (uuid, parent, session_id))
+        store.execute("UPDATE parsed_files SET last_entry_id = ? WHERE session_uuid = "
+                      "(SELECT session_uuid FROM sessions WHERE id = ?) AND source = 'codex' AND last_entry_id = ?",
+                      (parent, session_id, uuid))
+    store.execute(f"UPDATE messages SET native_role = 'token_count', role = 'assistant' "
+                  f"WHERE source = 'codex' AND role = 'usage' AND {todo}")
+    # Codex's calls and outputs: the response item's type is the kind's word.
+    last = 0
+    while True:
+        rows = store.tuples(f"SELECT id, raw_json FROM messages WHERE source = 'codex' AND role IN "
+                            f"('toolCall', 'toolResult') AND {todo} AND id > ? ORDER BY id LIMIT 2000", (last,))
+        if not rows:
+            break
+        last = rows[-1][0]
+        updates = []
+        for row_id, raw in rows:
+            try:
+                obj = orjson.loads(raw or "{}")
+            except orjson.JSONDecodeError:
+                obj = None
+            item = obj.get("payload") if isinstance(obj, dict) and isinstance(obj.get("payload"), dict) else obj
+            kind = item.get("type") if isinstance(item, dict) else None
+            updates.append((kind[:64] if isinstance(kind, str) else None, row_id))
+        store.executemany("UPDATE messages SET native_role = ?, "
+                          "role = CASE WHEN role = 'toolCall' THEN 'assistant' ELSE role END WHERE id = ?", updates)
+    # Every other row, from its kind and old role; what had no role of the vocabulary is context.
+    vocabulary = "('user', 'assistant', 'toolResult', 'system')"
+    store.execute(f"UPDATE messages SET native_role = role, role = CASE "
+                  f"WHEN role = 'reasoning' THEN 'assistant' "
+                  f"WHEN role = 'user' AND is_context = 1 THEN 'system' "
+                  f"WHEN role IN ('user', 'assistant') THEN role ELSE 'system' END "
+                  f"WHERE source = 'codex' AND {todo}")
+    store.execute(f"UPDATE messages SET native_role = CASE WHEN role = 'assistant' THEN 'assistant' ELSE 'user' END, "
+                  f"role = CASE WHEN role = 'context' THEN 'system' WHEN role IN {vocabulary} THEN role "
+                  f"ELSE 'system' END WHERE source = 'claude-code' AND {todo}")
+    store.execute(f"UPDATE messages SET native_role = CASE role WHEN 'user' THEN 'user.message' "
+                  f"WHEN 'assistant' THEN 'assistant.message' WHEN 'toolCall' THEN 'tool.started' "
+                  f"WHEN 'toolResult' THEN 'tool.completed' ELSE role END, "
+                  f"role = CASE WHEN role IN ('reasoning', 'toolCall', 'run') THEN 'assistant' "
+                  f"WHEN role IN {vocabulary} THEN role ELSE 'system' END WHERE source = 'agent-server' AND {todo}")
+    store.execute(f"UPDATE messages SET native_role = role, role = CASE "
+                  f"WHEN role IN ('tool', 'toolResult') AND tool_call_id IS NOT NULL THEN 'toolResult' "
+                  f"WHEN role IN ('user', 'assistant') THEN role ELSE 'system' END "
+                  f"WHERE source = 'mini-openclaw' AND {todo}")
+    # OpenClaw, pi (and a row of no known kind): their message.role (vocabulary.OPENCLAW_ROLES)
+    from .. import vocabulary as V
+
+    to_user = ", ".join(f"'{k}'" for k, v in V.OPENCLAW_ROLES.items() if v == V.USER and k != V.USER)
+    store.execute(f"UPDATE messages SET native_role = role, role = CASE "
+                  f"WHEN role IN ('user', 'assistant', 'toolResult') THEN role "
+                  f"WHEN role IN ({to_user}) THEN 'user' ELSE 'system' END WHERE {todo}")
+    store.execute("UPDATE messages SET is_context = 1 WHERE role = 'system' AND COALESCE(is_context, 0) = 0")
+
+
 def ensure_source_tables(store: Migrating) -> None:
     """The tables source kinds declare (schema.source_tables): created when
     missing, given the columns they gained; a no-op when all are there."""
@@ -192,6 +295,8 @@ MIGRATIONS: list[tuple[str, Callable[[Migrating], None]]] = [
     ("one tool_calls row per tool call", _migration_one_row_per_tool_call),
     ("sessions counted in the provider's own transcript", _migration_provider_transcripts),
     ("the change log: sessions changed by each write, for the snapshot's update", _migration_change_log),
+    ("one vocabulary: roles user, assistant, toolResult, system; the kind's word in native_role",
+     _migration_vocabulary),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
