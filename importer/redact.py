@@ -23,17 +23,19 @@ X`` forms around a credential word in English, Chinese, Japanese and Korean
 escapes, ``%XX`` escapes and plausible base64 runs decoded, and adjacent text
 blocks are read as one text (a key split across two blocks).
 
-:class:`SecretSet` holds every value found anywhere in the store and replaces
-every occurrence of each, in any text: the value as written, with any of its
-characters JSON-escaped (``\\"``, ``\\n``, ``\\u0041``, one or two levels
-deep) or URL-encoded, its base64 encodings at the three byte alignments, and
-the pieces of a value split across blocks. A text is first read, in one
-RE2::Set pass, for each value's anchor (a literal piece every form keeps);
-only the values found there are then looked for in all their forms. So a
-value recognised in one message is gone from every other one too ("the user
-pasted X" in a thinking block), including the full-text index, file names,
-labels and model names. JSON columns are decoded, their strings replaced and
-encoded again: they stay valid JSON.
+:class:`SecretSet` holds every credential-shaped value found anywhere in the
+store (never a key name, a word or a marker: :func:`credential_shaped`) and
+replaces every occurrence of each, in any text: the value as written, with
+any of its characters JSON-escaped (``\\"``, ``\\n``, ``\\u0041``, one or
+two levels deep) or URL-encoded, its base64 encodings at the three byte
+alignments, and the pieces of a value split across blocks. A text is read
+for the values' anchors (the head and the tail of a run of letters and
+digits of each value, which every form keeps) in two RE2 passes whose cost
+does not grow with the number of values; each anchor found is then checked
+against its values. So a value recognised in one message is gone from every
+other one too ("the user pasted X" in a thinking block), including the
+full-text index, file names, labels and model names. JSON columns are
+decoded, their strings replaced and encoded again: they stay valid JSON.
 
 :func:`collect` (pass 1) runs the detector over every column the export
 reads for credentials (export.redact_columns(), from shape.py) and returns the set; the export
@@ -51,8 +53,10 @@ from __future__ import annotations
 
 import base64
 import binascii
+import bisect
 import functools
 import gc
+import itertools
 import json
 import math
 import re
@@ -1179,6 +1183,11 @@ _MIN_RUN = 3  # shorter runs make no anchor (a value with none is searched for w
 _RARE = 4  # an anchor shared by more values than this is avoided when the value has another
 _RUN = re.compile(rb"[A-Za-z0-9]{%d,}" % _MIN_RUN)
 _RUN_ANY = re.compile(rb"[A-Za-z0-9]+")
+_HEADS = re.compile(rb"(?<![A-Za-z0-9])[A-Za-z0-9]{%d,%d}" % (_MIN_RUN, _ANCHOR))  # each run's anchor-long head
+_MEMO_TEXT = 160  # texts up to this long: their spans remembered (up to _MEMO_SIZE of them)
+_MEMO_SIZE = 65536
+_SHORT_TEXT = 1 << 16  # up to this many bytes, a text's runs are read at once (see SecretSet._hits)
+_B64_RUN_B = re.compile(_B64_RUN.encode())
 _ALNUM = bytes(1 if chr(b).isascii() and chr(b).isalnum() else 0 for b in range(256))
 
 
@@ -1225,6 +1234,8 @@ class SecretSet:
         self.kinds: dict[str, str] = {}  # value -> kind
         self._ready = False
         self._last = None
+        self._memo: dict = {}
+        self._memo_names: dict = {}
         self.add_all(values)
 
     def __len__(self) -> int:
@@ -1248,6 +1259,7 @@ class SecretSet:
                 self.kinds[piece] = kind
                 self._ready = False
                 self._last = None
+                self._memo, self._memo_names = {}, {}
 
     def add_all(self, values: Iterable[tuple[str, str]]) -> None:
         for v, k in values:
@@ -1329,6 +1341,7 @@ class SecretSet:
         self._forward, self._backward = forward, backward
         self._lens_f = sorted({len(a) for a in forward}, reverse=True)
         self._lens_b = sorted({len(a) for a in backward}, reverse=True)
+        self._keys_f, self._keys_b = frozenset(forward), frozenset(backward)
         self._re_f = self._anchor_re(forward)
         self._re_b = self._anchor_re(backward)
         self._loose = loose
@@ -1368,17 +1381,43 @@ class SecretSet:
                         out.append((i, e - at))
             return
         n = len(data)
+        # A short text: one match says whether there is an anchor at all, then each run's head
+        # is read at once (findall, set intersection); a long one: RE2 goes from anchor to anchor.
         if self._re_f is not None:
-            for p in self._run_starts(self._re_f, data):
-                for length in self._lens_f:
-                    for i, at in self._forward.get(data[p:p + length], ()):
-                        out.append((i, p - at))
+            if n <= _SHORT_TEXT:
+                if self._re_f.match(data) is not None:
+                    self._place(data, self._keys_f.intersection(_HEADS.findall(data)), self._forward, out, False)
+            else:
+                for p in self._run_starts(self._re_f, data):
+                    for length in self._lens_f:
+                        for i, at in self._forward.get(data[p:p + length], ()):
+                            out.append((i, p - at))
         if self._re_b is not None:
             rev = data[::-1]
-            for q in self._run_starts(self._re_b, rev):
-                for length in self._lens_b:
-                    for i, at in self._backward.get(rev[q:q + length], ()):
-                        out.append((i, n - q - at))
+            if n <= _SHORT_TEXT:
+                if self._re_b.match(rev) is not None:
+                    self._place(rev, self._keys_b.intersection(_HEADS.findall(rev)), self._backward, out, True)
+            else:
+                for q in self._run_starts(self._re_b, rev):
+                    for length in self._lens_b:
+                        for i, at in self._backward.get(rev[q:q + length], ()):
+                            out.append((i, n - q - at))
+
+    @staticmethod
+    def _place(data: bytes, keys: set, anchors: dict, out: list, reverse: bool) -> None:
+        """Where the anchors ``keys`` (each the head of a run of ``data``) are, with their values."""
+        n = len(data)
+        for key in keys:
+            length = len(key)
+            at = data.find(key)
+            while at >= 0:
+                after = at + length
+                # at a run's start; an anchor shorter than _ANCHOR is a whole run
+                if (at == 0 or not _ALNUM[data[at - 1]]) and (length >= _ANCHOR or after == n
+                                                              or not _ALNUM[data[after]]):
+                    for i, where in anchors[key]:
+                        out.append((i, n - at - where) if reverse else (i, at - where))
+                at = data.find(key, after)
 
     @staticmethod
     def _run_starts(program, data: bytes, skip=None) -> Iterator[int]:
@@ -1470,22 +1509,27 @@ class SecretSet:
                             spans.add((m.start(), m.end(), i))
         # a base64 run of text: the values in it decoded, replaced by their base64 forms
         if _B64_NEEDED.search(data):
-            self._base64(text, data, spans)
+            self._base64(data, spans)
         return data, self._choose(data, spans, names)
 
-    def _base64(self, text: str, data: bytes, spans: set) -> None:
+    def _base64(self, data: bytes, spans: set) -> None:
         entries = self._entries
         values: set[int] = set()
-        for m in _B64_RUN_RE.finditer(text):
-            plain = _b64_text(m.group())
+        found = sorted((s, e) for s, e, _i in spans)
+        starts = [s for s, _e in found]
+        reach = list(itertools.accumulate((e for _s, e in found), max))
+        for m in _B64_RUN_B.finditer(data):
+            k = bisect.bisect_right(starts, m.start()) - 1
+            if k >= 0 and reach[k] >= m.end():
+                continue  # inside a value found already (a JWT's parts)
+            plain = _b64_text(m.group().decode("ascii"))
             if plain is None:
                 continue
             plain_data = plain.encode("utf-8", "surrogatepass")
             hits: list = []
             self._hits(plain_data, hits)
             self._hits_inside(plain_data, hits)
-            found = self._verified(plain_data, hits)[0]
-            values.update(i for i, _s in found if len(entries[i][0]) >= 11)
+            values.update(i for i, _s in self._verified(plain_data, hits)[0] if len(entries[i][0]) >= 11)
         for i in values:
             for form in _b64_forms(entries[i][0]):
                 b = form.encode()
@@ -1527,31 +1571,16 @@ class SecretSet:
         for part in parts:
             starts.append(at)
             at += len(part) + 1
-        rows: set[int] = set()
+        sure: set[int] = set()  # rows where a value is, as written
+        rows: set[int] = set()  # rows to look at closer
         if _re2 is None:
             hits: list = []
             self._hits(joined, hits)
             rows.update(bisect_right(starts, max(0, s)) - 1 for _i, s in hits)
         else:
-            # an anchor's run, then on from the next row (the rows reversed, for the backward anchors)
-            n = len(joined)
-
-            def after(at: int) -> int:
-                row = bisect_right(starts, at) - 1
-                rows.add(row)
-                return starts[row + 1] if row + 1 < len(starts) else n
-
-            def before(q: int) -> int:  # (q: in the reversed bytes)
-                row = bisect_right(starts, n - 1 - q) - 1
-                rows.add(row)
-                return n - starts[row] if row > 0 else n
-
-            if self._re_f is not None:
-                for _p in self._run_starts(self._re_f, joined, after):
-                    pass
-            if self._re_b is not None:
-                for _q in self._run_starts(self._re_b, joined[::-1], before):
-                    pass
+            # from anchor to anchor; a row where a value is verified is done with
+            self._scan_batch(self._re_f, joined, self._forward, self._lens_f, False, starts, sure, rows)
+            self._scan_batch(self._re_b, joined, self._backward, self._lens_b, True, starts, sure, rows)
         # rows whose escapes or base64 runs may hide a value, and the values with no anchor:
         # one match per row is enough (a row of CJK text may hold thousands of \u escapes)
         for program in (_DECODE_NEEDED, _B64_NEEDED, *(p for p, _c in self._loose_res)):
@@ -1565,10 +1594,53 @@ class SecretSet:
                 if row + 1 >= len(starts):
                     break
                 pos = starts[row + 1]
-        return {i for i in rows if self.search(texts[i])}
+        return sure | {i for i in rows - sure if self.search(texts[i])}
+
+    def _scan_batch(self, program, joined: bytes, anchors: dict, lengths: list, reverse: bool,
+                    starts: list, sure: set, rows: set) -> None:
+        """rows_hit's pass over a batch, forward or (``reverse``) over its bytes reversed."""
+        if program is None:
+            return
+        from bisect import bisect_right
+
+        entries = self._entries
+        n = len(joined)
+        data = joined[::-1] if reverse else joined
+        last = len(starts) - 1
+        pos = 0
+        while pos < n:
+            m = program.match(data, pos)
+            if m is None:
+                return
+            e = m.end()
+            p = e - 1
+            while p > 0 and p > e - _ANCHOR and _ALNUM[data[p - 1]]:
+                p -= 1
+            row = bisect_right(starts, n - 1 - p if reverse else p) - 1
+            ok = False
+            for length in lengths:
+                for i, at in anchors.get(data[p:p + length], ()):
+                    if joined.startswith(entries[i][1], n - p - at if reverse else p - at):
+                        ok = True
+                        break
+            if ok or row in sure:
+                sure.add(row)
+                # on from the next row (reversed: from the one before)
+                pos = (n - starts[row] if row > 0 else n) if reverse else (starts[row + 1] if row < last else n)
+            else:
+                rows.add(row)  # an anchor, its value not there as written: escaped, or not it
+                pos = e
 
     def _spans_once(self, text: str, names: bool = False) -> tuple[bytes, list[tuple[int, int, str]]]:
         """_spans, remembered for the last text (a row's column is searched, then replaced)."""
+        if len(text) <= _MEMO_TEXT:  # JSON keys, short strings: the same ones again and again
+            memo = self._memo_names if names else self._memo
+            got = memo.get(text)
+            if got is None:
+                if len(memo) >= _MEMO_SIZE:
+                    memo.clear()
+                got = memo[text] = self._spans(text, names)
+            return got
         last = self._last
         if last is not None and last[0] is text and last[1] == names:
             return last[2]
@@ -1974,8 +2046,9 @@ def scan_store(store, redact_columns: dict | None = None) -> dict:
                     if table == "session_index" or table == "parsed_files":
                         server, agent = values.get("server"), values.get("agent_id")
                     # (a label may hold a value too: a file name, a session id taken from one)
-                    server, agent, session, entry = (secrets.replace(x)[0] if isinstance(x, str) else x
-                                                     for x in (server, agent, session, values.get(label)))
+                    # (server and agent names: only by a credential-shaped value, as the export does)
+                    server, agent, session, entry = (secrets.replace(x, names=i < 2)[0] if isinstance(x, str) else x
+                                                     for i, x in enumerate((server, agent, session, values.get(label))))
                     for kind, n in counts.items():
                         kinds[kind] += n
                         places.append({"server": server, "agent": agent, "session": session, "table": table,
