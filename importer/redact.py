@@ -1393,15 +1393,24 @@ class SecretSet:
                         for i, at in self._forward.get(data[p:p + length], ()):
                             out.append((i, p - at))
         if self._re_b is not None:
+            # the values already there as written are found whole below (_spans): the backward
+            # anchors are for the others (a value glued, on its left, to letters or digits)
+            entries = self._entries
+            known = {i for i, at in out if at >= 0 and data.startswith(entries[i][1], at)}
             rev = data[::-1]
             if n <= _SHORT_TEXT:
                 if self._re_b.match(rev) is not None:
-                    self._place(rev, self._keys_b.intersection(_HEADS.findall(rev)), self._backward, out, True)
+                    keys = self._keys_b.intersection(_HEADS.findall(rev))
+                    if known:
+                        backward = self._backward
+                        keys = [k for k in keys if any(i not in known for i, _at in backward[k])]
+                    self._place(rev, keys, self._backward, out, True)
             else:
                 for q in self._run_starts(self._re_b, rev):
                     for length in self._lens_b:
                         for i, at in self._backward.get(rev[q:q + length], ()):
-                            out.append((i, n - q - at))
+                            if i not in known:
+                                out.append((i, n - q - at))
 
     @staticmethod
     def _place(data: bytes, keys: set, anchors: dict, out: list, reverse: bool) -> None:
@@ -1475,7 +1484,13 @@ class SecretSet:
         hits: list = []
         self._hits(data, hits)
         found, escaped = self._verified(data, hits)
-        spans: set[tuple[int, int, int]] = {(s, s + len(entries[i][1]), i) for i, s in found}
+        spans: set[tuple[int, int, int]] = set()
+        for i in {i for i, _s in found}:  # every place a value found is at, as written
+            value = entries[i][1]
+            at = data.find(value)
+            while at >= 0:
+                spans.add((at, at + len(value), i))
+                at = data.find(value, at + 1)
         regex: dict[int, list[tuple[int, int]] | None] = {}  # entry -> windows (None: the whole text)
         if escaped and (b"\\" in data or b"%" in data or b"+" in data):
             for i, start in escaped:
@@ -1821,7 +1836,12 @@ def redact_row(secrets: SecretSet, table: str, names: tuple[str, ...], row: tupl
     found: list = []
     decoded_content = None
     decoded_raw = None
+    # a message's preview is cut again from its replaced content (below): read only when that is not
+    deferred = table == "messages" and isinstance(columns.get("content_blocks"), str) \
+        and isinstance(columns.get("text_preview"), str)
     for column, value in columns.items():
+        if deferred and column == "text_preview":
+            continue
         if not isinstance(value, str) or not secrets.search(value):
             continue
         if column in NAME_COLUMNS:
@@ -1843,6 +1863,13 @@ def redact_row(secrets: SecretSet, table: str, names: tuple[str, ...], row: tupl
         fresh = P.text_preview({"content": decoded_content})
         if fresh is not None:
             patch["text_preview"] = fresh
+            deferred = False
+    if deferred and secrets.search(columns["text_preview"]):
+        new, counts = secrets.replace(columns["text_preview"])
+        if new != columns["text_preview"]:
+            patch["text_preview"] = new
+        if counts and counted(table, "text_preview", columns, redact_columns):
+            found.append(("text_preview", counts))
     if table == "entries" and "raw_json" in patch and isinstance(decoded_raw, dict):
         fresh = P.entry_preview(decoded_raw)
         if fresh is not None or columns.get("text_preview") is not None:
