@@ -170,14 +170,17 @@ def scale(args) -> int:
                     print(f"{name} {size:g}: {mib:.1f} MiB imported in {secs:.1f} s", flush=True)
                 variants[name] = (db, mib)
             times: dict[str, list[float]] = {name: [] for name in variants}
+            cpus: dict[str, list[float]] = {name: [] for name in variants}
             for i in range(args.runs):
                 for name, (db, _mib) in variants.items():
                     secs, cpu, line = run(code, ["export", "--db", f"sqlite:///{db}", "-o",
                                                  fresh(work / f"{name}-{size:g}-snap.db"), "--timezone", "UTC"],
                                           work / "home")
                     times[name].append(secs)
+                    cpus[name].append(cpu)
                     print(f"{size:g} MiB run {i + 1} {name:5s} {secs:6.2f} s wall {cpu:6.2f} s CPU   {line}", flush=True)
             med = {name: statistics.median(t) for name, t in times.items()}
+            med.update({name + "_cpu": statistics.median(t) for name, t in cpus.items()})
             results.append((size, variants, med))
         print()
         print(f"{args.known} known values ({args.jwts} distinct JWTs), medians of {args.runs} exports:")
@@ -185,11 +188,14 @@ def scale(args) -> int:
             print(f"  {size:g} MiB tree: none {med['none']:.2f} s ({med['none'] / variants['none'][1]:.4f} s/MiB of "
                   f"{variants['none'][1]:.1f} MiB), known {med['known']:.2f} s "
                   f"({med['known'] / variants['known'][1]:.4f} s/MiB of {variants['known'][1]:.1f} MiB); "
-                  f"ratio known/none {med['known'] / med['none']:.2f} (target <= 1.30)")
+                  f"ratio known/none {med['known'] / med['none']:.2f} (target <= 1.30); CPU none "
+                  f"{med['none_cpu']:.2f} s, known {med['known_cpu']:.2f} s, ratio "
+                  f"{med['known_cpu'] / med['none_cpu']:.2f}")
         if len(results) >= 2:
             (s1, v1, m1), (s2, v2, m2) = results[0], results[-1]
-            for name in ("none", "known"):
-                a, b = m1[name] / v1[name][1], m2[name] / v2[name][1]
+            for name in ("none", "known", "none_cpu", "known_cpu"):
+                key = name.split("_")[0]
+                a, b = m1[name] / v1[key][1], m2[name] / v2[key][1]
                 print(f"  linearity ({name}): s/MiB {a:.4f} at {s1:g} MiB, {b:.4f} at {s2:g} MiB "
                       f"(ratio {b / a:.2f})")
     finally:

@@ -1883,7 +1883,8 @@ _SECRETS: SecretSet | None = None
 def install(values: list[tuple[str, str]]) -> None:
     """A worker's copy of the export's set, ready to search."""
     global _SECRETS
-    _SECRETS = SecretSet(values)
+    _SECRETS = SecretSet()
+    _SECRETS.kinds = dict(values)  # (the export's set: each value was judged when it entered it)
     _SECRETS._ensure()
 
 
