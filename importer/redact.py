@@ -31,17 +31,19 @@ pieces a concatenation, a shell continuation or a terminal's wrap cut joined,
 and adjacent text blocks are read as one text (a key split across two
 blocks); a path's names are also read as Claude Code mangles them.
 
-:class:`SecretSet` holds every value found anywhere in the store and replaces
-every occurrence of each, in any text: the value as written, with any of its
-characters JSON-escaped (``\\"``, ``\\n``, ``\\u0041``, one or two levels
-deep) or URL-encoded, its base64 encodings at the three byte alignments, and
-the pieces of a value split across blocks. A text is first read, in one
-RE2::Set pass, for each value's anchor (a literal piece every form keeps);
-only the values found there are then looked for in all their forms. So a
-value recognised in one message is gone from every other one too ("the user
-pasted X" in a thinking block), including the full-text index, file names,
-labels and model names. JSON columns are decoded, their strings replaced and
-encoded again: they stay valid JSON.
+:class:`SecretSet` holds every credential-shaped value found anywhere in the
+store (never a key name, a word or a marker: :func:`credential_shaped`) and
+replaces every occurrence of each, in any text: the value as written, with
+any of its characters JSON-escaped (``\\"``, ``\\n``, ``\\u0041``, one or
+two levels deep) or URL-encoded, its base64 encodings at the three byte
+alignments, and the pieces of a value split across blocks. A text is read
+for the values' anchors (the head and the tail of a run of letters and
+digits of each value, which every form keeps) in two RE2 passes whose cost
+does not grow with the number of values; each anchor found is then checked
+against its values. So a value recognised in one message is gone from every
+other one too ("the user pasted X" in a thinking block), including the
+full-text index, file names, labels and model names. JSON columns are
+decoded, their strings replaced and encoded again: they stay valid JSON.
 
 :func:`collect` (pass 1) runs the detector over every column the export
 reads for credentials (export.redact_columns(), from shape.py) and returns the set; the export
@@ -59,7 +61,10 @@ from __future__ import annotations
 
 import base64
 import binascii
+import bisect
 import functools
+import gc
+import itertools
 import json
 import math
 import re
@@ -1409,7 +1414,7 @@ _GENERIC_KINDS = ("cookie", "authorization", "bearer_token", "url_password", "pa
 MIN_VALUE = 6  # shorter values are never replaced alone (see Detector: a short password goes with its user)
 MIN_PIECE = 8  # pieces of a value split across blocks
 _SHORT = 12  # values shorter than this are replaced only as a whole word
-_CHUNK = 400  # values per RE2 program: a larger one outgrows its DFA memory
+_CHUNK = 64  # values with no anchor per RE2 program (few: a value with no run of 3 letters or digits)
 
 
 _SPECIFIC_KINDS = list(dict.fromkeys([f.kind for f in FORMATS] + ["jwt", "private_key", "aws_secret_key"]))
@@ -1449,23 +1454,24 @@ def _char_pattern(ch: str) -> str:
     return "(?:" + "|".join(alts) + ")"
 
 
-_ANCHOR_CHARS = re.compile(r"[A-Za-z0-9._~-]{6,}")  # never escaped by JSON, nor by a URL encoder
-_ANCHOR = 8
-
-
-def _anchor(value: str, extra: str = "._~-") -> str | None:
-    """A literal piece of ``value`` that any written form of it holds as it
-    is (but a \\u-escaped or wholly %-encoded one): its longest run of
-    characters that JSON and URL encoders leave alone, at most 8 of them."""
-    runs = _ANCHOR_CHARS.findall(value) if extra else re.findall(r"[A-Za-z0-9]{6,}", value)
-    if not runs:
-        return None
-    best = max(runs, key=len)
-    return best[:_ANCHOR]
-
-
 def _value_pattern(value: str) -> str:
     return "".join(_char_pattern(c) for c in value)
+
+
+@functools.lru_cache(maxsize=2048)
+def _value_regex(value: str):
+    """The value in any written form (_value_pattern), for UTF-8 bytes; or
+    None when RE2 cannot hold it."""
+    pattern = _value_pattern(value)
+    if _re2 is None:
+        return re.compile(pattern.encode("utf-8", "surrogatepass"))
+    options = _re2.Options()
+    options.max_mem = 64 << 20
+    options.never_capture = True
+    try:
+        return _re2.compile(pattern.encode("utf-8", "surrogatepass"), options)
+    except _re2.error:
+        return None
 
 
 def _b64_forms(value: str) -> set[str]:
@@ -1483,20 +1489,134 @@ def _b64_forms(value: str) -> set[str]:
     return forms
 
 
+# -- which values may be replaced everywhere ----------------------------------------
+
+# A value made of letters alone (and separators) is a word, a name or a key, unless it is long, of
+# mixed case and none of its parts reads as a word (each part of three letters or more has a vowel).
+_LETTERS = re.compile(r"[A-Za-z][A-Za-z_.$-]*")
+_WORD_PARTS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+")
+_PEM_ARMOUR = re.compile(r"-{5}|PRIVATE KEY|PuTTY-User-Key")
+
+
+def _wordy(letters: str) -> bool:
+    parts = _WORD_PARTS.findall(letters)
+    return all(len(p) < 3 or p.isupper() or any(c in "aeiouyAEIOUY" for c in p) for p in parts)
+
+
+def _key_material(block: str) -> bool:
+    """Whether a PEM-looking value holds a body (a line of base64), not only its armour."""
+    lines = re.split(r"\\r?\\n|\r?\n", block)
+    return any(_PEM_LINE.fullmatch(line.strip()) for line in lines)
+
+
+def credential_shaped(value: str, kind: str) -> bool:
+    """Whether ``value`` may enter the set replaced everywhere: a credential's
+    shape, never a key name (``users:``, ``MONGO_URI=``), a label or a word
+    (``ConnectionStrings``, a user name), nor a marker (``-----BEGIN``, a
+    PEM header with no key in it, ``[REDACTED:...]``). A value of a known
+    format (a prefix, a JWT, a PEM block with its body) is; one found beside a
+    credential word (password, secret, cookie, a URL's password...) is when
+    it has digits or symbols, or is long, of mixed case and reads as no words."""
+    if len(value) < MIN_VALUE or _MARK in value:
+        return False
+    if _PEM_ARMOUR.search(value):  # PEM armour: a block with its key, or a line of one
+        return kind == "private_key" and _key_material(value)
+    if kind not in _GENERIC_KINDS:
+        return True
+    core = value[:-1] if value[-1] in ":=" and value[-2:-1] not in ":=" else value  # NAME: and NAME= are keys
+    if not _LETTERS.fullmatch(core):
+        return True  # digits or symbols in it: the detector judged its shape (looks_secret)
+    letters = re.sub(r"[_.$-]", "", core)
+    return (core is value and len(letters) >= _SHORT and _mixed_case(letters) and not _wordy(letters)
+            and entropy(letters) >= 3.0)
+
+
+def rewrites_name(value: str, kind: str) -> bool:
+    """Whether a value may be replaced inside a name that identifies a server
+    or an agent: only a credential's own shape (a known format, or random
+    looking: digits and letters, high entropy), never a weaker password that
+    happens to equal a user or host name."""
+    return kind not in _GENERIC_KINDS or _random_looking(value)
+
+
+# Columns that name a server or an agent: a value is replaced there only when rewrites_name says so.
+NAME_COLUMNS = frozenset(("server", "agent_id"))
+
+# -- finding the values in a text -----------------------------------------------------
+
+# A value is found from its anchors: maximal runs of ASCII letters and digits
+# are what every written form of it keeps as they are (JSON and URL encoders
+# leave them alone; a \u- or %-encoded run is decoded first). Each value gets
+# a forward anchor, the first (up to) 8 characters of one of its runs, and a
+# backward anchor, the last 8 of one (the rarest among the set's values, so
+# 10,000 JWTs that share their first characters do not share an anchor). A
+# text is read in two RE2 passes: runs' starts for the forward anchors, and
+# its bytes reversed (runs' ends) for the backward ones. Each pattern is
+# bounded by a non-alphanumeric character, so its automaton only ever walks
+# one run at a time: its states are the prefixes of anchors the text's runs
+# begin with, few, whatever the number of values (an unbounded alternation of
+# 100,000 literals thrashes RE2's DFA cache). A value is then verified where
+# its anchor says it starts (bytes.startswith), or, when it is not there as
+# written (escaped characters in it), with its own pattern around the anchor.
+_ANCHOR = 8
+_SPACE = re.compile(r"\s")
+_MIN_RUN = 3  # shorter runs make no anchor (a value with none is searched for with its pattern)
+_RARE = 4  # an anchor shared by more values than this is avoided when the value has another
+_RUN = re.compile(rb"[A-Za-z0-9]{%d,}" % _MIN_RUN)
+_RUN_ANY = re.compile(rb"[A-Za-z0-9]+")
+_HEADS = re.compile(rb"(?<![A-Za-z0-9])[A-Za-z0-9]{%d,%d}" % (_MIN_RUN, _ANCHOR))  # each run's anchor-long head
+_MEMO_TEXT = 160  # texts up to this long: their spans remembered (up to _MEMO_SIZE of them)
+_MEMO_SIZE = 65536
+_SHORT_TEXT = 1 << 16  # up to this many bytes, a text's runs are read at once (see SecretSet._hits)
+_B64_RUN_B = re.compile(_B64_RUN.encode())
+_ALNUM = bytes(1 if chr(b).isascii() and chr(b).isalnum() else 0 for b in range(256))
+
+
+def _bytes_re(pattern: str | bytes, latin1: bool = True, longest: bool = False):
+    """A pattern over bytes: Latin-1 (one character per byte: a reversed text too), no captures."""
+    if isinstance(pattern, str):
+        pattern = pattern.encode()
+    if _re2 is None:
+        return re.compile(pattern)
+    options = _re2.Options()
+    options.max_mem = 1 << 30
+    options.never_capture = True
+    options.longest_match = longest
+    if latin1:
+        options.encoding = _re2.Options.Encoding.LATIN1
+    return _re2.compile(pattern, options)
+
+
+_DECODE_NEEDED = _bytes_re(f"(?:{_U_ESCAPE})|(?:{_PERCENTS})")  # \u or %XX escapes may hide anchors
+_B64_NEEDED = _bytes_re(_B64_TEXT)  # a base64 run of text: values may be in it decoded
+
+
+def _char_before(data: bytes, at: int) -> str:
+    j = at - 1
+    while j > 0 and 0x80 <= data[j] < 0xC0:
+        j -= 1
+    return data[j:at].decode("utf-8", "ignore")
+
+
+def _char_after(data: bytes, at: int) -> str:
+    return data[at:at + 4].decode("utf-8", "ignore")[:1]
+
+
 class SecretSet:
     """Every credential value found in a store, and their replacement in any text.
 
-    Each value becomes an RE2 pattern that matches it in any written form
-    (see _value_pattern), and so does each of its base64 forms. A text is
-    first read for the values' anchors (a literal piece of each, in one
-    RE2::Set pass that tells which are there, overlapping or not); only the
-    few values whose anchor is in the text are then looked for in their
-    every form, with a program made of those values alone (cached), so the
-    cost of a pass does not grow with the number of values."""
+    Each value is found in any written form: as it is, with any of its
+    characters JSON-escaped (one or two levels), \\u-escaped or URL-encoded
+    (_value_pattern), and, in a base64 run of text, by its base64 forms. See
+    the notes above _ANCHOR: a text costs two RE2 passes whose automata do
+    not grow with the number of values, and a look-up per anchor found."""
 
     def __init__(self, values: Iterable[tuple[str, str]] = ()):
         self.kinds: dict[str, str] = {}  # value -> kind
         self._ready = False
+        self._last = None
+        self._memo: dict = {}
+        self._memo_names: dict = {}
         self.add_all(values)
 
     def __len__(self) -> int:
@@ -1506,17 +1626,21 @@ class SecretSet:
         return bool(self.kinds)
 
     def add(self, value: str, kind: str) -> None:
+        """Adds a value found with ``kind`` (and, for a PEM block, its lines), when credential_shaped."""
         value = value.strip()
         if len(value) < MIN_VALUE or _MARK in value:
             return
         pieces = [value]
-        if any(c.isspace() for c in value):  # a PEM block: its lines too, wherever they were copied
+        if _SPACE.search(value):  # a PEM block: its lines too, wherever they were copied
             pieces += [p for p in re.split(r"\s+", value) if len(p) >= 10 and _piece_ok(p)]
         for piece in pieces:
             old = self.kinds.get(piece)
-            if old is None or _kind_rank(kind) < _kind_rank(old):
+            if (old is None or (old != kind and _kind_rank(kind) < _kind_rank(old))) \
+                    and credential_shaped(piece, kind):
                 self.kinds[piece] = kind
                 self._ready = False
+                self._last = None
+                self._memo, self._memo_names = {}, {}
 
     def add_all(self, values: Iterable[tuple[str, str]]) -> None:
         for v, k in values:
@@ -1532,150 +1656,419 @@ class SecretSet:
         return sorted((v, k) for v, k in other.kinds.items()
                       if v not in self.kinds or _kind_rank(k) < _kind_rank(self.kinds[v]))
 
+    # -- the index -------------------------------------------------------------------
+
     def _build(self) -> None:
-        entries: list[tuple[int, str, str, bool]] = []  # (length, pattern, kind, short)
-        anchored: dict[str, list[int]] = {}
-        always: list[int] = []
+        gc_was = gc.isenabled()
+        gc.disable()  # (hundreds of thousands of small objects, none of them cyclic)
+        try:
+            self._index()
+        finally:
+            if gc_was:
+                gc.enable()
 
-        def entry(length: int, pattern: str, kind: str, short: bool, anchor: str | None) -> None:
-            entries.append((length, pattern, kind, short))
-            if anchor is None:
-                always.append(len(entries) - 1)
-            else:
-                anchored.setdefault(anchor, []).append(len(entries) - 1)
-
+    def _index(self) -> None:
+        entries: list[tuple[str, bytes, str, bool, bytes]] = []  # (value, UTF-8, kind, short, longest run)
+        choices: list = []  # values of several runs: their anchors are chosen once all are counted
+        count_f: Counter = Counter()
+        count_b: Counter = Counter()
+        forward: dict[bytes, list[tuple[int, int]]] = {}  # anchor -> (entry, where the anchor starts in it)
+        backward: dict[bytes, list[tuple[int, int]]] = {}  # reversed anchor -> (entry, where it ends in it)
+        loose: list[int] = []
         for value, kind in self.kinds.items():
             if len(value) > 4096:  # a whole PEM block: its lines are in the set too
                 continue
-            anchor = _anchor(value)
-            entry(len(value), _value_pattern(value), kind, len(value) < _SHORT, anchor)
-            if len(value) >= 11:
-                # (its base64 forms: found by the value's anchor in the base64 runs, decoded)
-                for form in _b64_forms(value):
-                    entry(len(form), re.escape(form), kind, False, anchor)
+            data = value.encode("utf-8", "surrogatepass")
+            runs = [m.span() for m in _RUN.finditer(data)]
+            i = len(entries)
+            short = len(value) < _SHORT
+            if not runs:
+                entries.append((value, data, kind, short, b""))
+                loose.append(i)
+                continue
+            if len(runs) == 1:
+                s, e = runs[0]
+                entries.append((value, data, kind, short, data[s:e]))
+                a = data[s:min(e, s + _ANCHOR)]
+                count_f[a] += 1
+                forward.setdefault(a, []).append((i, s))
+                a = data[max(s, e - _ANCHOR):e][::-1]
+                count_b[a] += 1
+                backward.setdefault(a, []).append((i, e))
+                continue
+            s, e = max(runs, key=lambda r: r[1] - r[0])
+            entries.append((value, data, kind, short, data[s:e]))
+            # (inside: the neighbour on the anchor's side is the value's own character; a run
+            # shorter than an anchor must also end (start) inside it, to be a whole run in the text)
+            n = len(data)
+            fwd = {data[s:min(e, s + _ANCHOR)]: (s, s > 0 and (e - s >= _ANCHOR or e < n)) for s, e in reversed(runs)}
+            bwd = {data[max(s, e - _ANCHOR):e][::-1]: (e, e < n and (e - s >= _ANCHOR or s > 0)) for s, e in runs}
+            choices.append((i, fwd, bwd))
+            count_f.update(fwd.keys())
+            count_b.update(bwd.keys())
+
+        def pick(options: dict, counts: Counter) -> tuple[bytes, int]:
+            # rare enough first, then a run inside the value (its neighbour is the value's own
+            # character, whatever surrounds the value), then the longest, then the rarest
+            a = min(options, key=lambda o: (counts[o] > _RARE, not options[o][1], -len(o), counts[o]))
+            return a, options[a][0]
+
+        for i, fwd, bwd in choices:
+            a, at = pick(fwd, count_f)
+            forward.setdefault(a, []).append((i, at))
+            a, at = pick(bwd, count_b)
+            backward.setdefault(a, []).append((i, at))
         self._entries = entries
-        self._anchors = list(anchored)
-        self._anchored = [anchored[a] for a in self._anchors]
-        self._always = always
-        # RE2::Set patterns: the anchors, the three forms that hide them, then the values that have none
-        patterns = [re.escape(a) for a in self._anchors] + [_U_ESCAPE, _PERCENTS, _B64_TEXT] + \
-            [entries[i][1] for i in always]
-        self._n_anchors = len(self._anchors)
-        if _re2 is not None:
-            options = _re2.Options()
-            options.max_mem = 256 << 20
-            self._set = _re2.Set.SearchSet(options)
-            for pattern in patterns:
-                self._set.Add(pattern)
-            self._set.Compile()
-        else:
-            self._set = [re.compile(p) for p in patterns]
-        # whether a batch of rows holds any anchor at all: one search of them all
-        self._any = _compile("|".join(f"(?:{p})" for p in patterns), capture=False, longest=True)
-        self._cache: dict[tuple[int, ...], list] = {}
+        self._forward, self._backward = forward, backward
+        self._lens_f = sorted({len(a) for a in forward}, reverse=True)
+        self._lens_b = sorted({len(a) for a in backward}, reverse=True)
+        self._keys_f, self._keys_b = frozenset(forward), frozenset(backward)
+        self._re_f = self._anchor_re(forward)
+        self._re_b = self._anchor_re(backward)
+        self._loose = loose
+        self._loose_res = []
+        for at in range(0, len(loose), _CHUNK):
+            chunk = loose[at:at + _CHUNK]
+            source = "|".join(f"(?:{_value_pattern(entries[i][0])})" for i in chunk)
+            self._loose_res.append((_bytes_re(source.encode("utf-8", "surrogatepass"), latin1=False), chunk))
         self._ready = True
 
-    def _match(self, text: str) -> list[int]:
-        if _re2 is not None:
-            return self._set.Match(text) or []
-        return [i for i, r in enumerate(self._set) if r.search(text)]
+    @staticmethod
+    def _anchor_re(anchors: dict[bytes, list]):
+        if not anchors or _re2 is None:
+            return None  # (without RE2: the runs of the text are looked up one by one, see _hits)
+        return _bytes_re(b"(?s).*?(?:^|[^A-Za-z0-9])(?:" + b"|".join(sorted(anchors)) + b")")
 
-    def _candidates(self, text: str) -> tuple[int, ...]:
-        """The entries whose anchor is in ``text``, or in it with its \\u and
-        %XX escapes decoded when it has such escapes (they hide anchors)."""
-        hits = self._match(text)
-        out: set[int] = set()
-        n = self._n_anchors
-        decoded: list[str] = []
-        for i in hits:
-            if i < n:
-                out.update(self._anchored[i])
-            elif i == n or i == n + 1:  # \\u or %XX escapes: the anchors may be in the text decoded
-                if not decoded:
-                    plain = text
-                    for _ in range(2):  # a \\u escape inside a JSON string is escaped once more
-                        if "\\" in plain:
-                            plain = _unescape(plain)
-                    decoded.append(_url_decode(plain))
-            elif i == n + 2:  # a base64 run of text: the anchors may be in it decoded
-                for m in _B64_RUN_RE.finditer(text):
-                    plain = _b64_text(m.group())
-                    if plain is not None:
-                        decoded.append(plain)
+    def _ensure(self) -> bool:
+        if not self.kinds:
+            return False
+        if not self._ready:
+            self._build()
+        return True
+
+    # -- one text --------------------------------------------------------------------
+
+    def _hits(self, data: bytes, out: list) -> None:
+        """(entry, where it would start) for each anchor at a run's start (forward) or end
+        (backward, in the bytes reversed) in ``data``."""
+        if _re2 is None:  # each run's head and tail looked up
+            for m in _RUN_ANY.finditer(data):
+                s, e = m.span()
+                for length in self._lens_f:
+                    for i, at in self._forward.get(data[s:s + length], ()):
+                        out.append((i, s - at))
+                for length in self._lens_b:
+                    for i, at in self._backward.get(data[max(s, e - length):e][::-1], ()):
+                        out.append((i, e - at))
+            return
+        n = len(data)
+        # A short text: one match says whether there is an anchor at all, then each run's head
+        # is read at once (findall, set intersection); a long one: RE2 goes from anchor to anchor.
+        if self._re_f is not None:
+            if n <= _SHORT_TEXT:
+                if self._re_f.match(data) is not None:
+                    self._place(data, self._keys_f.intersection(_HEADS.findall(data)), self._forward, out, False)
             else:
-                out.add(self._always[i - n - 3])
-        for plain in decoded:
-            for i in self._match(plain):
-                if i < n:
-                    out.update(self._anchored[i])
-                elif i >= n + 3:
-                    out.add(self._always[i - n - 3])
-        return tuple(sorted(out))
+                for p in self._run_starts(self._re_f, data):
+                    for length in self._lens_f:
+                        for i, at in self._forward.get(data[p:p + length], ()):
+                            out.append((i, p - at))
+        if self._re_b is not None:
+            # the values already there as written are found whole below (_spans): the backward
+            # anchors are for the others (a value glued, on its left, to letters or digits)
+            entries = self._entries
+            known = {i for i, at in out if at >= 0 and data.startswith(entries[i][1], at)}
+            rev = data[::-1]
+            if n <= _SHORT_TEXT:
+                if self._re_b.match(rev) is not None:
+                    keys = self._keys_b.intersection(_HEADS.findall(rev))
+                    if known:
+                        backward = self._backward
+                        keys = [k for k in keys if any(i not in known for i, _at in backward[k])]
+                    self._place(rev, keys, self._backward, out, True)
+            else:
+                for q in self._run_starts(self._re_b, rev):
+                    for length in self._lens_b:
+                        for i, at in self._backward.get(rev[q:q + length], ()):
+                            if i not in known:
+                                out.append((i, n - q - at))
 
-    def _programs(self, candidates: tuple[int, ...]) -> list:
-        """Programs (RE2, a group per entry) for these entries, longest
-        first so that an alternation prefers them; cached."""
-        programs = self._cache.get(candidates)
-        if programs is None:
-            chosen = sorted(candidates, key=lambda i: -self._entries[i][0])
-            programs = []
-            for at in range(0, len(chosen), _CHUNK):
-                chunk = [self._entries[i] for i in chosen[at:at + _CHUNK]]
-                source = "|".join(f"({p})" for _n, p, _k, _s in chunk)
-                programs.append((_compile(source), [(k, s) for _n, _p, k, s in chunk]))
-            if len(self._cache) > 4096:
-                self._cache.clear()
-            self._cache[candidates] = programs
-        return programs
+    @staticmethod
+    def _place(data: bytes, keys: set, anchors: dict, out: list, reverse: bool) -> None:
+        """Where the anchors ``keys`` (each the head of a run of ``data``) are, with their values."""
+        n = len(data)
+        for key in keys:
+            length = len(key)
+            at = data.find(key)
+            while at >= 0:
+                after = at + length
+                # at a run's start; an anchor shorter than _ANCHOR is a whole run
+                if (at == 0 or not _ALNUM[data[at - 1]]) and (length >= _ANCHOR or after == n
+                                                              or not _ALNUM[data[after]]):
+                    for i, where in anchors[key]:
+                        out.append((i, n - at - where) if reverse else (i, at - where))
+                at = data.find(key, after)
+
+    @staticmethod
+    def _run_starts(program, data: bytes, skip=None) -> Iterator[int]:
+        """Where the runs that begin with an anchor of ``program`` start. The program is matched
+        from ``pos`` (``.*?`` then the anchors): its match ends where an anchor does, and no
+        reverse automaton is needed to place its start (one would cost a few states per value).
+        ``skip(at)``: where to go on from a match at ``at`` (the next row of a batch)."""
+        pos = 0
+        n = len(data)
+        while pos < n:
+            m = program.match(data, pos)
+            if m is None:
+                return
+            e = m.end()
+            p = e - 1
+            while p > 0 and p > e - _ANCHOR and _ALNUM[data[p - 1]]:
+                p -= 1
+            yield p
+            pos = e if skip is None else skip(p)
+
+    def _hits_inside(self, data: bytes, out: list) -> None:
+        """Also the forward anchors inside runs (a decoded base64 text, where a value may be glued
+        to the letters around it: ``xVALUEyy``)."""
+        forward = self._forward
+        for m in _RUN.finditer(data):
+            for p in range(m.start() + 1, m.end() - _MIN_RUN + 1):
+                for length in self._lens_f:
+                    for i, at in forward.get(data[p:p + length], ()):
+                        out.append((i, p - at))
+
+    def _verified(self, data: bytes, hits: list, loose: bool = True) -> tuple[set[int], list[tuple[int, int]]]:
+        """Of the hits, the entries there as written ({entry}), and the (entry, where) that are
+        not but may be there escaped."""
+        entries = self._entries
+        found: set[tuple[int, int]] = set()
+        escaped: list[tuple[int, int]] = []
+        for i, start in hits:
+            if start >= 0 and data.startswith(entries[i][1], start):
+                found.add((i, start))
+            else:
+                escaped.append((i, start))
+        if loose and self._loose_res:
+            for program, _chunk in self._loose_res:
+                for m in program.finditer(data):
+                    for i in _chunk:
+                        if data.startswith(entries[i][1], m.start()):
+                            found.add((i, m.start()))
+                    escaped.extend((i, m.start()) for i in _chunk)
+        return found, escaped
+
+    def _spans(self, text: str, names: bool = False) -> tuple[bytes, list[tuple[int, int, str]]]:
+        """The text as UTF-8 and the spans of the values in it (start, end, kind), not overlapping."""
+        data = text.encode("utf-8", "surrogatepass")
+        entries = self._entries
+        hits: list = []
+        self._hits(data, hits)
+        found, escaped = self._verified(data, hits)
+        spans: set[tuple[int, int, int]] = set()
+        for i in {i for i, _s in found}:  # every place a value found is at, as written
+            value = entries[i][1]
+            at = data.find(value)
+            while at >= 0:
+                spans.add((at, at + len(value), i))
+                at = data.find(value, at + 1)
+        regex: dict[int, list[tuple[int, int]] | None] = {}  # entry -> windows (None: the whole text)
+        if escaped and (b"\\" in data or b"%" in data or b"+" in data):
+            for i, start in escaped:
+                value_len = len(entries[i][1])
+                lo = max(0, start - 9 * value_len - 9) if start >= 0 else 0
+                hi = min(len(data), max(start, 0) + 10 * value_len + 9)
+                if entries[i][4] and data.find(entries[i][4], lo, hi) < 0:
+                    continue  # its longest run, never escaped, is not there: not it
+                windows = regex.setdefault(i, [])
+                if windows is not None:
+                    windows.append((lo, hi))
+        # \u and %XX escapes hide anchors: the text decoded, as a reader of its JSON or URL would
+        if _DECODE_NEEDED.search(data):
+            plain = text
+            for _ in range(2):  # a \u escape inside a JSON string is escaped once more
+                if "\\" in plain:
+                    plain = _unescape(plain)
+            plain_data = _url_decode(plain).encode("utf-8", "surrogatepass")
+            more: list = []
+            self._hits(plain_data, more)
+            for i, _s in self._verified(plain_data, more, loose=True)[0]:
+                regex[i] = None
+        if regex:
+            for i, windows in regex.items():
+                program = _value_regex(entries[i][0])
+                if program is None:
+                    continue
+                for lo, hi in (windows or [(0, len(data))]):
+                    for m in program.finditer(data, lo, hi):
+                        if m.end() > m.start():
+                            spans.add((m.start(), m.end(), i))
+        # a base64 run of text: the values in it decoded, replaced by their base64 forms
+        if _B64_NEEDED.search(data):
+            self._base64(data, spans)
+        return data, self._choose(data, spans, names)
+
+    def _base64(self, data: bytes, spans: set) -> None:
+        entries = self._entries
+        values: set[int] = set()
+        found = sorted((s, e) for s, e, _i in spans)
+        starts = [s for s, _e in found]
+        reach = list(itertools.accumulate((e for _s, e in found), max))
+        for m in _B64_RUN_B.finditer(data):
+            k = bisect.bisect_right(starts, m.start()) - 1
+            if k >= 0 and reach[k] >= m.end():
+                continue  # inside a value found already (a JWT's parts)
+            plain = _b64_text(m.group().decode("ascii"))
+            if plain is None:
+                continue
+            plain_data = plain.encode("utf-8", "surrogatepass")
+            hits: list = []
+            self._hits(plain_data, hits)
+            self._hits_inside(plain_data, hits)
+            values.update(i for i, _s in self._verified(plain_data, hits)[0] if len(entries[i][0]) >= 11)
+        for i in values:
+            for form in _b64_forms(entries[i][0]):
+                b = form.encode()
+                at = data.find(b)
+                while at >= 0:
+                    spans.add((at, at + len(b), ~i))  # ~i: a base64 form, replaced inside a word too
+                    at = data.find(b, at + 1)
+
+    def _choose(self, data: bytes, spans: set, names: bool) -> list[tuple[int, int, str]]:
+        entries = self._entries
+        out: list[tuple[int, int, str]] = []
+        end = -1
+        for s, e, i in sorted(spans, key=lambda x: (x[0], x[0] - x[1])):
+            if s < end:
+                continue
+            value, _data, kind, short, _run = entries[i if i >= 0 else ~i]
+            if i >= 0 and short and (_char_before(data, s).isalnum() or _char_after(data, e).isalnum()):
+                continue  # a short value inside a longer word: not it
+            if names and not rewrites_name(value, kind):
+                continue
+            out.append((s, e, kind))
+            end = e
+        return out
+
+    # -- the interface -----------------------------------------------------------------
 
     def rows_hit(self, texts: list[str]) -> set[int]:
         """Which of ``texts`` (a batch of rows, each its values joined by
-        NUL, which no value holds) hold a value: one RE2 pass over the batch
-        for the anchors, then a closer look at the few rows that have one."""
-        if not self.kinds:
+        NUL, which no value holds) hold a value: the anchor passes over the
+        batch at once, then a closer look at the few rows that have one."""
+        if not texts or not self._ensure():
             return set()
-        if not self._ready:
-            self._build()
-        return {i for i in _rows_hit(self._any, texts, "\x00") if self.search(texts[i])}
+        from bisect import bisect_right
+
+        parts = [t if isinstance(t, bytes) else t.encode("utf-8", "surrogatepass") for t in texts]
+        joined = b"\x00".join(parts)
+        starts = []
+        at = 0
+        for part in parts:
+            starts.append(at)
+            at += len(part) + 1
+        sure: set[int] = set()  # rows where a value is, as written
+        rows: set[int] = set()  # rows to look at closer
+        if _re2 is None:
+            hits: list = []
+            self._hits(joined, hits)
+            rows.update(bisect_right(starts, max(0, s)) - 1 for _i, s in hits)
+        else:
+            # from anchor to anchor; a row where a value is verified is done with
+            self._scan_batch(self._re_f, joined, self._forward, self._lens_f, False, starts, sure, rows)
+            self._scan_batch(self._re_b, joined, self._backward, self._lens_b, True, starts, sure, rows)
+        # rows whose escapes or base64 runs may hide a value, and the values with no anchor:
+        # one match per row is enough (a row of CJK text may hold thousands of \u escapes)
+        for program in (_DECODE_NEEDED, _B64_NEEDED, *(p for p, _c in self._loose_res)):
+            pos = 0
+            while True:
+                m = program.search(joined, pos)
+                if m is None:
+                    break
+                row = bisect_right(starts, m.start()) - 1
+                rows.add(row)
+                if row + 1 >= len(starts):
+                    break
+                pos = starts[row + 1]
+        return sure | {i for i in rows - sure if self.search(texts[i])}
+
+    def _scan_batch(self, program, joined: bytes, anchors: dict, lengths: list, reverse: bool,
+                    starts: list, sure: set, rows: set) -> None:
+        """rows_hit's pass over a batch, forward or (``reverse``) over its bytes reversed."""
+        if program is None:
+            return
+        from bisect import bisect_right
+
+        entries = self._entries
+        n = len(joined)
+        data = joined[::-1] if reverse else joined
+        last = len(starts) - 1
+        pos = 0
+        while pos < n:
+            m = program.match(data, pos)
+            if m is None:
+                return
+            e = m.end()
+            p = e - 1
+            while p > 0 and p > e - _ANCHOR and _ALNUM[data[p - 1]]:
+                p -= 1
+            row = bisect_right(starts, n - 1 - p if reverse else p) - 1
+            ok = False
+            for length in lengths:
+                for i, at in anchors.get(data[p:p + length], ()):
+                    if joined.startswith(entries[i][1], n - p - at if reverse else p - at):
+                        ok = True
+                        break
+            if ok or row in sure:
+                sure.add(row)
+                # on from the next row (reversed: from the one before)
+                pos = (n - starts[row] if row > 0 else n) if reverse else (starts[row + 1] if row < last else n)
+            else:
+                rows.add(row)  # an anchor, its value not there as written: escaped, or not it
+                pos = e
+
+    def _spans_once(self, text: str, names: bool = False) -> tuple[bytes, list[tuple[int, int, str]]]:
+        """_spans, remembered for the last text (a row's column is searched, then replaced)."""
+        if len(text) <= _MEMO_TEXT:  # JSON keys, short strings: the same ones again and again
+            memo = self._memo_names if names else self._memo
+            got = memo.get(text)
+            if got is None:
+                if len(memo) >= _MEMO_SIZE:
+                    memo.clear()
+                got = memo[text] = self._spans(text, names)
+            return got
+        last = self._last
+        if last is not None and last[0] is text and last[1] == names:
+            return last[2]
+        got = self._spans(text, names)
+        self._last = (text, names, got)
+        return got
 
     def search(self, text: str) -> bool:
         """Whether any value (in any of its forms) occurs in ``text``."""
-        if not self.kinds:
+        if not text or not self._ensure():
             return False
-        if not self._ready:
-            self._build()
-        if not text:
-            return False
-        candidates = self._candidates(text)
-        return bool(candidates) and any(p.search(text) is not None for p, _i in self._programs(candidates))
+        return bool(self._spans_once(text)[1])
 
-    def replace(self, text: str, counts: Counter | None = None) -> tuple[str, Counter]:
-        """``text`` with every occurrence of every value replaced; the count per kind."""
+    def replace(self, text: str, counts: Counter | None = None, names: bool = False) -> tuple[str, Counter]:
+        """``text`` with every occurrence of every value replaced; the count per kind.
+        ``names``: the text names a server or an agent (only values rewrites_name allows)."""
         if counts is None:
             counts = Counter()
-        if not self.kinds or not text:
+        if not text or not self._ensure():
             return text, counts
-        if not self._ready:
-            self._build()
-        candidates = self._candidates(text)
-        if not candidates:
+        data, spans = self._spans_once(text, names)
+        if not spans:
             return text, counts
-        for program, info in self._programs(candidates):
-            out: list[str] = []
-            pos = 0
-            for m in program.finditer(text):
-                start, end = m.span()
-                kind, short = info[m.lastindex - 1]
-                if short and ((start > 0 and text[start - 1].isalnum()) or (end < len(text) and text[end].isalnum())):
-                    continue  # a short value inside a longer word: not it
-                out.append(text[pos:start])
-                out.append(REDACTED.format(kind))
-                counts[kind] += 1
-                pos = end
-            if out:
-                out.append(text[pos:])
-                text = "".join(out)
-        return text, counts
+        out: list[bytes] = []
+        pos = 0
+        for s, e, kind in spans:
+            out.append(data[pos:s])
+            out.append(REDACTED.format(kind).encode())
+            counts[kind] += 1
+            pos = e
+        out.append(data[pos:])
+        return b"".join(out).decode("utf-8", "surrogatepass"), counts
 
     def replace_json(self, text: str, counts: Counter | None = None) -> tuple[str, Counter, Any]:
         """A JSON text with the values in its strings and keys replaced, still
@@ -1695,12 +2088,12 @@ class SecretSet:
 
     def _walk(self, value: Any, counts: Counter) -> Any:
         if isinstance(value, str):
-            return self.replace(value, counts)[0] if self.search(value) else value
+            return self.replace(value, counts)[0] if len(value) >= MIN_VALUE else value
         if isinstance(value, list):
             return [self._walk(v, counts) for v in value]
         if isinstance(value, dict):
             image = value.get("type") == "image"
-            return {(self.replace(k, counts)[0] if len(k) >= MIN_VALUE and self.search(k) else k):
+            return {(self.replace(k, counts)[0] if len(k) >= MIN_VALUE else k):
                     (v if k in _OPAQUE or (image and k == "data") else self._walk(v, counts))
                     for k, v in value.items()}
         return value
@@ -1824,10 +2217,17 @@ def redact_row(secrets: SecretSet, table: str, names: tuple[str, ...], row: tupl
     found: list = []
     decoded_content = None
     decoded_raw = None
+    # a message's preview is cut again from its replaced content (below): read only when that is not
+    deferred = table == "messages" and isinstance(columns.get("content_blocks"), str) \
+        and isinstance(columns.get("text_preview"), str)
     for column, value in columns.items():
+        if deferred and column == "text_preview":
+            continue
         if not isinstance(value, str) or not secrets.search(value):
             continue
-        if _is_json(column, value):
+        if column in NAME_COLUMNS:
+            new, counts = secrets.replace(value, names=True)
+        elif _is_json(column, value):
             new, counts, decoded = secrets.replace_json(value)
             if column == "content_blocks":
                 decoded_content = decoded
@@ -1844,6 +2244,13 @@ def redact_row(secrets: SecretSet, table: str, names: tuple[str, ...], row: tupl
         fresh = P.text_preview({"content": decoded_content})
         if fresh is not None:
             patch["text_preview"] = fresh
+            deferred = False
+    if deferred and secrets.search(columns["text_preview"]):
+        new, counts = secrets.replace(columns["text_preview"])
+        if new != columns["text_preview"]:
+            patch["text_preview"] = new
+        if counts and counted(table, "text_preview", columns, redact_columns):
+            found.append(("text_preview", counts))
     if table == "entries" and "raw_json" in patch and isinstance(decoded_raw, dict):
         fresh = P.entry_preview(decoded_raw)
         if fresh is not None or columns.get("text_preview") is not None:
@@ -1857,8 +2264,9 @@ _SECRETS: SecretSet | None = None
 def install(values: list[tuple[str, str]]) -> None:
     """A worker's copy of the export's set, ready to search."""
     global _SECRETS
-    _SECRETS = SecretSet(values)
-    _SECRETS.search("")
+    _SECRETS = SecretSet()
+    _SECRETS.kinds = dict(values)  # (the export's set: each value was judged when it entered it)
+    _SECRETS._ensure()
 
 
 def install_set(secrets: SecretSet) -> None:
@@ -2047,8 +2455,9 @@ def scan_store(store, redact_columns: dict | None = None) -> dict:
                     if table == "session_index" or table == "parsed_files":
                         server, agent = values.get("server"), values.get("agent_id")
                     # (a label may hold a value too: a file name, a session id taken from one)
-                    server, agent, session, entry = (secrets.replace(x)[0] if isinstance(x, str) else x
-                                                     for x in (server, agent, session, values.get(label)))
+                    # (server and agent names: only by a credential-shaped value, as the export does)
+                    server, agent, session, entry = (secrets.replace(x, names=i < 2)[0] if isinstance(x, str) else x
+                                                     for i, x in enumerate((server, agent, session, values.get(label))))
                     for kind, n in counts.items():
                         kinds[kind] += n
                         places.append({"server": server, "agent": agent, "session": session, "table": table,
