@@ -1587,6 +1587,15 @@ def _bytes_re(pattern: str | bytes, latin1: bool = True, longest: bool = False):
     return _re2.compile(pattern, options)
 
 
+# An AWS access key id is found glued to other letters and digits too (inside a longer base64 run,
+# where no run boundary anchors it): its four-letter prefix is looked for anywhere, and the 20
+# characters there looked up. The prefixes are few, so this costs the same for any number of ids.
+_GLUED_ID = re.compile(r"(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|ANPA|ANVA|APKA|AROA|ASCA)[A-Z0-9]{16}")
+_GLUED_PREFIXES = tuple(p.encode() for p in ("AKIA", "ASIA", "ABIA", "ACCA", "AGPA", "AIDA", "AIPA", "ANPA", "ANVA",
+                                             "APKA", "AROA", "ASCA"))
+_GLUED_LEN = 20
+
+
 _DECODE_NEEDED = _bytes_re(f"(?:{_U_ESCAPE})|(?:{_PERCENTS})")  # \u or %XX escapes may hide anchors
 _B64_NEEDED = _bytes_re(_B64_TEXT)  # a base64 run of text: values may be in it decoded
 
@@ -1719,6 +1728,7 @@ class SecretSet:
             a, at = pick(bwd, count_b)
             backward.setdefault(a, []).append((i, at))
         self._entries = entries
+        self._glued = {e[1]: i for i, e in enumerate(entries) if _GLUED_ID.fullmatch(e[0])}
         self._forward, self._backward = forward, backward
         self._lens_f = sorted({len(a) for a in forward}, reverse=True)
         self._lens_b = sorted({len(a) for a in backward}, reverse=True)
@@ -1748,9 +1758,22 @@ class SecretSet:
 
     # -- one text --------------------------------------------------------------------
 
+    def _glued_hits(self, data: bytes, out: list) -> None:
+        """(entry, where it starts) for each known AWS access key id in ``data``, wherever it is."""
+        glued = self._glued
+        for prefix in _GLUED_PREFIXES:
+            at = data.find(prefix)
+            while at >= 0:
+                i = glued.get(data[at:at + _GLUED_LEN])
+                if i is not None:
+                    out.append((i, at))
+                at = data.find(prefix, at + 1)
+
     def _hits(self, data: bytes, out: list) -> None:
         """(entry, where it would start) for each anchor at a run's start (forward) or end
-        (backward, in the bytes reversed) in ``data``."""
+        (backward, in the bytes reversed) in ``data``, and each known access key id (_GLUED_ID)."""
+        if self._glued:
+            self._glued_hits(data, out)
         if _re2 is None:  # each run's head and tail looked up
             for m in _RUN_ANY.finditer(data):
                 s, e = m.span()
@@ -1969,6 +1992,10 @@ class SecretSet:
             at += len(part) + 1
         sure: set[int] = set()  # rows where a value is, as written
         rows: set[int] = set()  # rows to look at closer
+        if self._glued:
+            glued: list = []
+            self._glued_hits(joined, glued)
+            sure.update(bisect_right(starts, at) - 1 for _i, at in glued)
         if _re2 is None:
             hits: list = []
             self._hits(joined, hits)
