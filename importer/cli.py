@@ -252,7 +252,9 @@ def secrets(db, as_json):
     finally:
         store.close()
     if as_json:
-        click.echo(orjson.dumps(found).decode())
+        from .terminal import json_text  # (C1 controls escaped too: terminal.py)
+
+        click.echo(json_text(orjson.dumps(found).decode()))
     else:
         click.echo(format_findings(found))
 

@@ -2133,7 +2133,7 @@ JSON_COLUMNS = frozenset(("content_blocks", "tool_calls_json", "raw_json", "head
 # Columns cut from a longer text (a credential may be cut short at their end).
 CUT_COLUMNS = frozenset(("text_preview", "result_preview", "label", "display_name", "spawned_by"))
 # File paths, also read one name at a time.
-PATH_COLUMNS = frozenset(("file_path", "cwd", "replaced_by_file", "parent_session"))
+PATH_COLUMNS = frozenset(("file_path", "rel_path", "cwd", "replaced_by_file", "parent_session"))
 
 def _is_json(column: str, value: str) -> bool:
     """A JSON column, or any text that is a JSON object or array (a source's
@@ -2503,9 +2503,11 @@ def format_findings(found: dict) -> str:
     lines += [f"{kind:<{width}}  {n:>5}" for kind, n in found["kinds"].items()]
     lines.append("")
     header = ("server", "agent", "session", "table.column", "id", "entry", "kind", "count")
+    from .terminal import clean  # (server, agent, session and entry come from transcripts)
+
     table = [header] + [
-        (str(p["server"]), str(p["agent"]), str(p["session"]), f"{p['table']}.{p['column']}", str(p["id"]),
-         str(p["entry"]), p["kind"], str(p["count"]))
+        (clean(p["server"]), clean(p["agent"]), clean(p["session"]), f"{p['table']}.{p['column']}", str(p["id"]),
+         clean(p["entry"]), p["kind"], str(p["count"]))
         for p in found["places"]
     ]
     widths = [max(len(r[i]) for r in table) for i in range(len(header))]

@@ -114,3 +114,36 @@ def test_clean_units():
     assert clean(None) == "None" and clean(12) == "12"
     assert json.loads(json_text(json.dumps({"k": "\x9b\x7f\u2028"}, ensure_ascii=False))) == {"k": "\x9b\x7f\u2028"}
     assert not FORBIDDEN.search(json_text(json.dumps({"k": "\x9b\x7f"}, ensure_ascii=False)))
+
+
+@pytest.fixture(scope="module")
+def archive_with_a_key(tmp_path_factory):
+    """An OpenClaw session of the escaped agent and server whose prompt holds a (made-up) token."""
+    import random
+    import string
+
+    tmp = tmp_path_factory.mktemp("terminal-secrets")
+    rng = random.Random(22)
+    token = "ghp_" + "".join(rng.choice(string.ascii_letters + string.digits) for _ in range(36))
+    ch = Chain()
+    objs = [header("0c0c0c0c-0000-4000-8000-00000000000b"), ch.user(f"use {token} to push")]
+    objs.append(ch.assistant([{"type": "text", "text": "ok"}]))
+    write(sessions_dir(tmp / "openclaw", AGENT) / "0c0c0c0c-0000-4000-8000-00000000000b.jsonl", objs)
+    env = dict(os.environ, AGENTBASE_HOME=str(tmp / "home"), AGENTBASE_CONFIG=str(tmp / "none.yml"),
+               AGENTBASE_DB=f"sqlite:///{tmp / 'archive.db'}")
+    agentbase(env, "import", tmp / "openclaw", "--server", SERVER, "-q")
+    return env, token
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+def test_secrets_prints_no_escape_sequence_of_a_name(archive_with_a_key, as_json):
+    env, token = archive_with_a_key
+    out = agentbase(env, "secrets", *(["--json"] if as_json else [])).stdout
+    text = _check(out)
+    assert token not in text
+    if as_json:
+        found = json.loads(text)
+        assert found["total"] >= 1
+        assert AGENT in {p["agent"] for p in found["places"]}  # the JSON keeps the name as it is
+    else:
+        assert "github" in text.lower() or "token" in text.lower()
