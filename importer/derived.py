@@ -49,55 +49,15 @@ from collections.abc import Iterable
 import orjson
 
 from .search import TOKENIZE, copy_index, index_text
-from .shape import UTC_OFFSET, ms_text
+from .shape import (SESSION_LIST, SESSION_LIST_COLUMNS, SESSION_LIST_FTS, SESSION_LIST_INDEXES, UTC_OFFSET,
+                    ms_text)
 
-TABLE = "session_list"
-FTS = "session_list_fts"
+TABLE = SESSION_LIST  # declared in shape.py with its columns and indexes
+FTS = SESSION_LIST_FTS
+COLUMNS = SESSION_LIST_COLUMNS
+INDEXES = SESSION_LIST_INDEXES
 PROMPT_CHARS = 300
 TITLE_CHARS = 120
-
-# The table's columns, in order (sqlite-utils types).
-COLUMNS: dict[str, type] = {
-    "id": int,
-    "session_uuid": str,
-    "title": str,
-    "title_from": str,
-    "first_prompt": str,
-    "agent_id": str,
-    "server": str,
-    "source": str,
-    "session_type": str,
-    "project": str,
-    "started_local": str,
-    "last_local": str,
-    "first_day": str,
-    "last_day": str,
-    "last_message_at": str,
-    "message_count": int,
-    "model_calls": int,
-    "tool_call_count": int,
-    "failed_tool_calls": int,
-    "model_errors": int,
-    "has_errors": int,
-    "has_thinking": int,
-    "total_tokens": int,
-    "cost_usd": float,
-    "priced_calls": int,
-    "unpriced_calls": int,
-}
-
-# Every filter of the page, each followed by the sort key, so that a filtered page is read in order
-# from its index (SQLite walks an index backwards for DESC; the rowid, the id, breaks ties). The
-# first one also holds first_day, so a day range's end is checked on the index alone (and the id, so that
-# first_day does not stand between the sort key and the tie-break).
-INDEXES: tuple[tuple[str, ...], ...] = (
-    ("last_message_at", "id", "first_day"),
-    ("agent_id", "last_message_at"),
-    ("server", "last_message_at"),
-    ("source", "last_message_at"),
-    ("has_errors", "last_message_at"),
-    ("has_thinking", "last_message_at"),
-)
 
 # SQL functions registered on the connection for the build (pure Python, deterministic).
 _F_PROMPT = "agentbase_derived_prompt"

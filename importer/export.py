@@ -280,18 +280,6 @@ def tool_call_search_text(tool_name, command, arguments, result_preview) -> str:
     return "\n".join(parts)
 
 
-def redact_columns() -> dict[str, tuple[str, ...]]:
-    """Table -> the columns the detector reads (pass 1: every credential value
-    found in any of them goes into one set) and where its replacements are
-    counted (the redactions table); from shape.py. Pass 2 replaces every value
-    of the set in every text column of every table, these and the rest (a
-    message's thinking_text, tool_calls_json and preview, cut from its
-    content_blocks; a tool call's arguments, command and result, copied from
-    its messages; an entry's preview; ids and paths). A message's text_preview
-    is read and counted only when the message has no content_blocks."""
-    return {name: t.redact for name, t in shape.tables().items() if t.redact}
-
-
 # -- a message's generated columns -------------------------------------------------------------
 
 def _preview_path(content, preview: str) -> str | None:
@@ -370,7 +358,7 @@ def prepare_rows(table: str, names: tuple[str, ...], rows: list[tuple], redact: 
     at = {c: i for i, c in enumerate(names)}
     content_at, preview_at, session_at = at.get("content_blocks"), at.get("text_preview"), at.get("session_id")
     thinking_at, calls_at = at.get("thinking_text"), at.get("tool_calls_json")
-    redacted = R.redact_rows(secrets, table, names, rows, redact_columns()) if secrets else {}
+    redacted = R.redact_rows(secrets, table, names, rows, shape.redact_columns()) if secrets else {}
     for index, row in enumerate(rows):
         got = redacted.get(index)
         patch = got[0] if got else {}
@@ -1259,7 +1247,7 @@ def _build(store: Store, target: Path, zone, zone_name: str, redact: bool, facts
 
             if progress:
                 progress("credentials")
-            secrets = R.collect(store, redact_columns(), prep.pool)
+            secrets = R.collect(store, shape.redact_columns(), prep.pool)
             prep.install(secrets)
             state.add_secrets(secrets.values())
         for plan in _plans(store):
@@ -1374,7 +1362,7 @@ def _update(store: Store, target: Path, conn: sqlite3.Connection, state: State, 
     known = R.SecretSet(state.secrets()) if redact else None
     detections: list[tuple[str, str]] = []
     changes: dict[str, tuple[set, set]] = {}
-    detect = redact_columns()
+    detect = shape.redact_columns()
     for plan in plans:
         write, gone = _differences(store, conn, state, plan, touched)
         if write and redact and plan.name in detect:

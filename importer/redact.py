@@ -1636,7 +1636,7 @@ def scan_store(store, redact_columns: dict | None = None) -> dict:
     counting): ``{"total", "kinds": {kind: count}, "places": [{server, agent,
     session, table, id, entry, column, kind, count}]}``. Values are never kept."""
     if redact_columns is None:
-        from .export import redact_columns as columns
+        from .shape import redact_columns as columns
 
         redact_columns = columns()
     secrets = collect(store, redact_columns)
