@@ -104,7 +104,7 @@ def _timed_session_list(refresh):
 
 def reusable(snapshot: Path) -> bool:
     """A snapshot a former run built, of this export's format (else it is built again)."""
-    from importer.export import SNAPSHOT_FORMAT
+    from importer.shape import FORMAT as SNAPSHOT_FORMAT
 
     try:
         conn = sqlite3.connect(f"file:{snapshot}?mode=ro", uri=True)

@@ -56,24 +56,21 @@ from datasette import hookimpl
 from datasette.utils.asgi import NotFound, Response
 from markupsafe import Markup
 
-from importer import shape
 from importer.search import fts_query
 
-from . import access, browser, conversation, dashboard, explorer, headers, live, render, session_export
+from . import access, browser, conversation, dashboard, explorer, facts, headers, live, render, session_export
 from .snippets import snippet
 
 HERE = Path(__file__).resolve().parent
 CSS_PATH = HERE / "static" / "agentbase.css"
 JS_PATH = HERE / "static" / "agentbase.js"
-SNAPSHOT_MARKER = shape.MARKER
+SNAPSHOT_MARKER = facts.MARKER
 LINK_COLUMNS = {"conversation", "session", "message", "tool_call", "messages", "next"}
-BLOCK_COLUMNS = shape.BLOCK_COLUMNS
-JSON_COLUMNS = shape.JSON_COLUMNS
-THINKING_COLUMNS = shape.THINKING_COLUMNS
 
 
 def _snapshots(datasette) -> dict:
-    """Names of the databases that are AgentBase snapshots (filled by prepare_connection)."""
+    """The databases that are AgentBase snapshots, name -> their facts (facts.py; filled by
+    prepare_connection)."""
     found = getattr(datasette, "_agentbase_snapshots", None)
     if found is None:
         found = {}
@@ -81,12 +78,18 @@ def _snapshots(datasette) -> dict:
     return found
 
 
-def _is_snapshot_conn(conn: sqlite3.Connection) -> bool:
-    try:
-        return conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
-                            (SNAPSHOT_MARKER,)).fetchone() is not None
-    except sqlite3.Error:
+def _facts(datasette, database: str | None) -> facts.Facts:
+    """A served snapshot's facts (none for another database)."""
+    return _snapshots(datasette).get(database) or facts.Facts()
+
+
+async def _is_snapshot_db(datasette, db) -> bool:
+    if _snapshots(datasette).get(db.name):
+        return True
+    if not await db.table_exists(SNAPSHOT_MARKER):
         return False
+    _snapshots(datasette)[db.name] = await db.execute_fn(facts.read)
+    return True
 
 
 def session_path(datasette, database: str | None, session_id, message_id=None) -> str:
@@ -100,15 +103,17 @@ def session_path(datasette, database: str | None, session_id, message_id=None) -
 
 
 def row_path(datasette, database: str, table: str, row_id) -> str:
-    if table in shape.VIEWS:  # a view has no row pages: its page filtered to the row
+    if table in _facts(datasette, database).views:  # a view has no row pages: its page filtered to the row
         return str(datasette.urls.table(database, table)) + f"?id={int(row_id)}"
     return str(datasette.urls.row(database, table, str(int(row_id))))
 
 
 @hookimpl
 def prepare_connection(conn, database, datasette):
-    if _is_snapshot_conn(conn):
-        _snapshots(datasette)[database] = True
+    found = facts.read(conn) if facts.is_snapshot(conn) else None
+    if found is not None:
+        _snapshots(datasette)[database] = found
+    explorer.register_functions(conn, found.shell_pairs if found else frozenset())
 
     def session_url(session_id, message_id=None):
         if session_id is None:
@@ -178,39 +183,26 @@ def render_cell(row, value, column, table, database, datasette):
         return None  # a canned query's link value: datasette-json-html draws it
     limit = datasette.setting("truncate_cells_html") or None
     more = None
-    if table in shape.tables() and isinstance(_row_get(row, "id"), int):
+    known = _facts(datasette, database)
+    if table in known.tables and isinstance(_row_get(row, "id"), int):
         row_id = int(_row_get(row, "id"))
-        more = (f"{datasette.urls.table(database, table)}.json?id={row_id}&_shape=array" if table in shape.VIEWS
+        more = (f"{datasette.urls.table(database, table)}.json?id={row_id}&_shape=array" if table in known.views
                 else row_path(datasette, database, table, row_id) + ".json")
     options = render.Options(limit=limit, more_href=more)
-    if column in BLOCK_COLUMNS and _looks_like_json(value):
+    if column in known.blocks and _looks_like_json(value):
         return render.render_blocks(value, options)
     if column == "arguments" and _looks_like_json(value):
         return render.tool_arguments(_row_get(row, "tool_name"), value, options)
-    if column in JSON_COLUMNS and _looks_like_json(value):
+    if column in known.json and _looks_like_json(value):
         return render.pretty_json(value, options)
     if column == "snippet":
         return render.render_snippet(value)
-    if column in THINKING_COLUMNS:
+    if column in known.thinking:
         return render.text(value, options)
     if _looks_like_json(value):
         # transcript text that happens to be JSON: text, not a datasette-json-html value
         return Markup("{}").format(value if limit is None or len(value) <= limit else value[:limit] + "…")
     return None
-
-
-def source_queries() -> dict:
-    """The canned queries every registered source kind declares: name -> (query, the
-    tables it reads: its ``tables`` entry, else the kind's snapshot tables)."""
-    from importer.sources import all_sources
-
-    out: dict = {}
-    for source in all_sources():
-        for name, query in (getattr(source, "canned_queries", None) or {}).items():
-            query = dict(query)
-            tables = query.pop("tables", None) or [t.name for t in getattr(source, "snapshot_tables", ()) or ()]
-            out.setdefault(name, (query, list(tables)))
-    return out
 
 
 @hookimpl
@@ -220,10 +212,10 @@ def canned_queries(datasette, database, actor):
         return None
 
     async def inner():
-        if not (_snapshots(datasette).get(database) or await db.table_exists(SNAPSHOT_MARKER)):
+        if not await _is_snapshot_db(datasette, db):
             return {}
         out = {}
-        for name, (query, tables) in source_queries().items():
+        for name, (query, tables) in _facts(datasette, database).canned_queries.items():
             # Only where the kind has data: its tables exist (a snapshot made before
             # the kind existed lacks them) and one of them holds a row.
             if all([await db.table_exists(t) for t in tables]) and any(
@@ -254,8 +246,7 @@ async def _snapshot_db(datasette, request):
         db = datasette.databases.get(name)
         if db is None or name == "_internal":
             continue
-        if _snapshots(datasette).get(name) or await db.table_exists(SNAPSHOT_MARKER):
-            _snapshots(datasette)[name] = True
+        if await _is_snapshot_db(datasette, db):
             return db
     raise NotFound("No AgentBase snapshot is served here" + (f" under the name {wanted!r}" if wanted else ""))
 
@@ -443,7 +434,7 @@ def startup(datasette):
             except sqlite3.Error:
                 continue
             try:
-                if _is_snapshot_conn(conn):
+                if facts.is_snapshot(conn):
                     _dashboard_cube(datasette, db, conn)
             except sqlite3.Error:
                 pass  # the page computes it itself
@@ -608,11 +599,6 @@ def prepare_jinja2_environment(env):
 
 # -- the explorer: canned-query forms, table pages, numbers (explorer.py) -----------------------
 
-@hookimpl(specname="prepare_connection")
-def explorer_prepare_connection(conn):
-    explorer.register_functions(conn)
-
-
 @hookimpl(specname="render_cell")
 def explorer_render_cell(value, column, table, database, datasette):
     # after render_cell above (tryfirst), which leaves numbers (but session ids) and plain text alone
@@ -650,8 +636,10 @@ def extra_template_vars(template, database, table, request, datasette):
                     del cache[old]
                 cache[key] = choices
 
+            latest = _facts(datasette, database).latest_day_of
+
             def form(name, values, columns, rows):
-                return explorer.QueryForm(name, values, columns, rows, choices)
+                return explorer.QueryForm(name, values, columns, rows, choices, latest)
 
             return {"agentbase_query_form": form}
 
@@ -680,7 +668,7 @@ def register_facet_classes():
 def asgi_wrapper(datasette):
     def query_names(database):
         names = set((datasette.metadata("queries", database=database) or {}))
-        return names | set(source_queries())
+        return names | set(_facts(datasette, database).canned_queries)
 
     params = explorer.param_errors_wrapper(datasette, lambda name: bool(_snapshots(datasette).get(name)),
                                            query_names)

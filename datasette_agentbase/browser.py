@@ -31,8 +31,10 @@ from urllib.parse import urlencode
 
 from datasette.utils.asgi import BadRequest, NotFound, Response
 
-from importer import derived
 from importer.search import fts_query
+
+from . import facts
+from .facts import SESSION_LIST, SESSION_LIST_COLUMNS, SESSION_LIST_FTS
 
 from . import dashboard, live
 
@@ -42,7 +44,7 @@ PRESETS = (("1", "today"), ("7", "7 days"), ("30", "30 days"))
 PARAMS = ("agent", "server", "source", "days", "from", "to", "errors", "thinking", "q", "limit")
 CSS_PATH = Path(__file__).resolve().parent / "static" / "sessions.css"
 _DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
-COLUMNS = tuple(derived.COLUMNS)
+COLUMNS = tuple(SESSION_LIST_COLUMNS)
 
 
 @dataclass
@@ -111,10 +113,7 @@ def parse(args) -> Filters:
 
 
 def _meta(conn: sqlite3.Connection) -> dict:
-    try:
-        return dict(conn.execute("SELECT key, value FROM agentbase_snapshot").fetchall())
-    except sqlite3.Error:
-        return {}
+    return facts.marker(conn)
 
 
 _choices_cache: dict = {}
@@ -135,8 +134,8 @@ def _choices(conn: sqlite3.Connection, database: str | None) -> dict:
     out = {}
     for name in ("agent_id", "server", "source"):
         out[name] = [r[0] for r in conn.execute(
-            f"SELECT DISTINCT [{name}] FROM {derived.TABLE} WHERE [{name}] IS NOT NULL ORDER BY [{name}]")]
-    row = conn.execute(f"SELECT last_day FROM {derived.TABLE} WHERE last_day IS NOT NULL "
+            f"SELECT DISTINCT [{name}] FROM {SESSION_LIST} WHERE [{name}] IS NOT NULL ORDER BY [{name}]")]
+    row = conn.execute(f"SELECT last_day FROM {SESSION_LIST} WHERE last_day IS NOT NULL "
                        "ORDER BY last_message_at DESC, id DESC LIMIT 1").fetchone()
     out["latest"] = row[0] if row else None
     if key is not None:
@@ -168,7 +167,7 @@ def where(f: Filters) -> tuple[list[str], list]:
     if f.thinking:
         terms.append("has_thinking = 1")
     if f.q:
-        terms.append(f"id IN (SELECT rowid FROM {derived.FTS} WHERE {derived.FTS} MATCH ?)")
+        terms.append(f"id IN (SELECT rowid FROM {SESSION_LIST_FTS} WHERE {SESSION_LIST_FTS} MATCH ?)")
         params.append(fts_query(f.q))
     return terms, params
 
@@ -179,7 +178,7 @@ def page_sql(f: Filters) -> tuple[str, list]:
         at, row_id = f.after
         terms.append("last_message_at <= ? AND (last_message_at < ? OR id < ?)")
         params += [at, at, row_id]
-    sql = (f"SELECT {', '.join(COLUMNS)} FROM {derived.TABLE}"
+    sql = (f"SELECT {', '.join(COLUMNS)} FROM {SESSION_LIST}"
            + (" WHERE " + " AND ".join(terms) if terms else "")
            + " ORDER BY last_message_at DESC, id DESC LIMIT ?")
     return sql, params + [f.limit + 1]
@@ -193,7 +192,7 @@ def count_sql(f: Filters, before_cursor: bool = False) -> tuple[str, list]:
         at, row_id = f.after
         terms.append("last_message_at >= ? AND (last_message_at > ? OR id >= ?)")
         params += [at, at, row_id]
-    return (f"SELECT COUNT(*) FROM {derived.TABLE}" + (" WHERE " + " AND ".join(terms) if terms else ""), params)
+    return (f"SELECT COUNT(*) FROM {SESSION_LIST}" + (" WHERE " + " AND ".join(terms) if terms else ""), params)
 
 
 def resolve_range(f: Filters, latest: str | None) -> None:
@@ -207,7 +206,7 @@ def resolve_range(f: Filters, latest: str | None) -> None:
 
 def load(conn: sqlite3.Connection, f: Filters, database: str | None = None) -> dict:
     """Everything a page shows (runs in Datasette's SQL thread)."""
-    if not derived.exists(conn):
+    if not facts.has_tables(conn, SESSION_LIST, SESSION_LIST_FTS):
         return {"missing": True, "meta": _meta(conn)}
     choices = _choices(conn, database)
     resolve_range(f, choices["latest"])

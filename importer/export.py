@@ -50,16 +50,15 @@ import orjson
 import sqlite_utils
 
 from . import derived, shape
-from .search import TOKENIZE, copy_index, index_text
+from .search import TOKENIZE, copy_index, index_text, message_search_text, tool_call_search_text
+from .search import decoded_json as _decoded
 from .snapshot_state import State, row_hash, state_path
 from .store import Store, StoreError, default_db_path, private_file, sqlite_path, sqlite_tables, what_is
 
 BATCH = 2000
 COUNT_COLUMN = shape.COUNT_COLUMN
 
-# Bump when the snapshot made from an unchanged store would differ (new
-# columns, indexes, search text): a snapshot of another format is rebuilt.
-SNAPSHOT_FORMAT = 4  # 3: generated columns, tool_calls_fts, updated in place (WAL) with a state file; 4: day by date()
+SNAPSHOT_FORMAT = shape.FORMAT
 
 
 def _tables() -> tuple[str, ...]:
@@ -204,80 +203,6 @@ def _minute_ms(minute: str) -> int | None:
     if dt.tzinfo is not None or dt.strftime("%Y-%m-%d %H:%M") != minute or dt.year < 1970:
         return None
     return (dt - datetime(1970, 1, 1)) // timedelta(milliseconds=1)
-
-
-# -- what is searched --------------------------------------------------------------------
-
-def _blocks_search_text(content, parts: list[str]) -> None:
-    if isinstance(content, str):
-        parts.append(content)
-        return
-    if not isinstance(content, list):
-        return
-    for block in content:
-        if not isinstance(block, dict):
-            continue
-        kind = block.get("type")
-        if kind == "text" and isinstance(block.get("text"), str):
-            parts.append(block["text"])
-        elif kind == "thinking" and isinstance(block.get("thinking"), str):
-            parts.append(block["thinking"])
-        elif kind == "toolCall":
-            name = block.get("name")
-            if isinstance(name, str):
-                parts.append(name)
-            _argument_text(block.get("arguments"), parts)
-        elif kind == "toolResult":
-            inner = block.get("content")
-            if isinstance(inner, str):
-                parts.append(inner)
-            elif isinstance(inner, list):
-                parts.extend(b["text"] for b in inner if isinstance(b, dict) and isinstance(b.get("text"), str))
-
-
-def _argument_text(args, parts: list[str]) -> None:
-    if isinstance(args, dict):
-        parts.extend(v if isinstance(v, str) else orjson.dumps(v).decode() for v in args.values())
-    elif args is not None:
-        parts.append(args if isinstance(args, str) else orjson.dumps(args).decode())
-
-
-def _decoded(content_blocks: str | None):
-    if content_blocks is None:
-        return None
-    try:
-        return orjson.loads(content_blocks)
-    except orjson.JSONDecodeError:
-        return None
-
-
-def message_search_text(content_blocks: str | None, fallback: str | None, decoded=None) -> str:
-    """Everything searchable in a message: text, thinking, tool call arguments
-    and tool results (their text), in block order."""
-    if content_blocks is None:
-        return fallback or ""
-    content = decoded if decoded is not None else _decoded(content_blocks)
-    if content is None:
-        return fallback or ""
-    parts: list[str] = []
-    _blocks_search_text(content, parts)
-    if not parts and fallback:
-        parts.append(fallback)
-    return "\n".join(parts)
-
-
-def tool_call_search_text(tool_name, command, arguments, result_preview) -> str:
-    """What tool_calls_fts indexes of a call: its tool, command, arguments' values and the start of its result."""
-    parts = [v for v in (tool_name, command) if isinstance(v, str)]
-    if isinstance(arguments, str):
-        decoded = _decoded(arguments)
-        if decoded is None:
-            parts.append(arguments)
-        else:
-            _argument_text(decoded, parts)
-    if isinstance(result_preview, str):
-        parts.append(result_preview)
-    return "\n".join(parts)
 
 
 # -- a message's generated columns -------------------------------------------------------------
@@ -531,7 +456,7 @@ def _shape_digest() -> str:
     """Changes whenever the snapshot's shape would: tables, columns, expressions, indexes, format, version."""
     from . import __version__
 
-    parts = [__version__, SNAPSHOT_FORMAT, TOKENIZE]
+    parts = [__version__, shape.FORMAT, TOKENIZE, snapshot_facts()]
     for name, table in shape.tables().items():
         parts.append([name, shape.columns(name), sorted(shape.generated(name).items()), table.indexes, table.redact,
                       shape.view_sql(name) if name in shape.VIEWS else None])
@@ -573,8 +498,8 @@ def _create_schema(conn: sqlite3.Connection) -> None:
     for fts in (shape.FTS_TABLE, shape.TOOL_FTS_TABLE):
         _create_fts(conn, fts)
     db.create_table(shape.MARKER, {"key": str, "value": str}, pk="key")
-    db.create_table(shape.REDACTIONS, {"table_name": str, "row_id": int, "session_id": int, "column_name": str,
-                                       "kind": str, "count": int})
+    db.create_table(shape.FACTS, {"name": str, "value": str}, pk="name")
+    db.create_table(shape.REDACTIONS, {c: int if t == "INTEGER" else str for c, t in shape.REDACTIONS_COLUMNS})
 
 
 def _create_fts(conn: sqlite3.Connection, fts: str) -> None:
@@ -890,6 +815,33 @@ def _store_rows_by_id(store: Store, plan: _Plan, ids: list[int]):
                             "ORDER BY id", tuple(chunk))
         if rows:
             yield rows
+
+
+# -- facts ------------------------------------------------------------------------------------
+
+def snapshot_facts() -> dict[str, object]:
+    """What the pages need to know of the kinds and the shape (shape.FACT_KEYS), as the snapshot's
+    facts table holds it: the plugin reads it there and imports no kind."""
+    from .sources import all_sources
+
+    shell: dict[str, set[str]] = {}
+    queries: dict[str, dict] = {}
+    latest: dict[str, str] = {}
+    for source in all_sources():
+        shell.setdefault(source.kind, set()).update(source.shell_tools or ())
+        for name, query in (getattr(source, "canned_queries", None) or {}).items():
+            query = dict(query)
+            tables = query.pop("tables", None) or [t.name for t in getattr(source, "snapshot_tables", ()) or ()]
+            what = query.pop("latest_day_of", None)
+            if name not in queries:
+                queries[name] = {"query": query, "tables": list(tables)}
+                if what:
+                    latest[name] = what
+    return {"shell_tools": {kind: sorted(tools) for kind, tools in shell.items()},
+            "canned_queries": queries, "latest_day_of": latest,
+            "tables": list(shape.tables()), "views": dict(shape.VIEWS),
+            "render_columns": {"blocks": sorted(shape.BLOCK_COLUMNS), "json": sorted(shape.JSON_COLUMNS),
+                               "thinking": sorted(shape.THINKING_COLUMNS)}}
 
 
 # -- marker -----------------------------------------------------------------------------------
@@ -1287,6 +1239,8 @@ def _build(store: Store, target: Path, zone, zone_name: str, redact: bool, facts
                   "snapshot_id": snapshot_id, "generation": "1", "format": str(SNAPSHOT_FORMAT),
                   "counts": json.dumps(counts)}
         _write_marker(out, marker)
+        out.executemany(f"INSERT INTO {shape.FACTS} (name, value) VALUES (?, ?)",
+                        [(k, json.dumps(v)) for k, v in snapshot_facts().items()])
         state.set_meta({**facts, "snapshot_id": snapshot_id, "generation": "1", "applied_seq": str(seq)})
         out.execute("COMMIT")
         if listing is not None:

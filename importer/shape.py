@@ -101,6 +101,11 @@ TABLES: dict[str, Table] = {t.name: t for t in (
 COUNT_COLUMN = "secrets_redacted"
 LOCAL_COLUMNS = (("day", "str:10"), ("local_time", "datetime"))
 
+# Bump when the snapshot made from an unchanged store would differ (new columns, indexes, search
+# text, facts): a snapshot of another format is rebuilt in full. 3: generated columns,
+# tool_calls_fts, updated in place (WAL) with a state file; 4: day by date(); 5: the facts table.
+FORMAT = 5
+
 # -- the snapshot's own tables -------------------------------------------------------------------
 
 # Key/value facts about the snapshot; its presence marks a file as a snapshot (the plugin looks for
@@ -109,11 +114,25 @@ MARKER = "agentbase_snapshot"
 MARKER_KEYS = ("exported_at", "updated_at", "timezone", "source", "redacted", "secrets_redacted", "snapshot_id",
                "generation", "format", "counts")
 
+# What the pages need to know of the kinds and of the shape, written by the export, read by the
+# plugin (which imports no kind): name -> a JSON value. FACT_KEYS: what each holds.
+FACTS = "agentbase_facts"
+FACTS_COLUMNS = (("name", "TEXT"), ("value", "TEXT"))
+FACT_KEYS = {
+    "shell_tools": "kind -> the tools it runs shell commands with (Source.shell_tools)",
+    "canned_queries": "name -> {query: Datasette's canned query, tables: the tables it needs rows in} "
+                      "(Source.canned_queries)",
+    "latest_day_of": "canned query -> what its latest day is the latest day with, when its day is left empty",
+    "tables": "the archive's and the kinds' tables, in copy order",
+    "views": "table -> the base table its view reads its rows from",
+    "render_columns": "blocks, json, thinking -> the columns the pages render as content blocks, "
+                      "indented JSON, long text",
+}
+
 # Where each credential the export replaced was, and how many times.
 REDACTIONS = "redactions"
 REDACTIONS_COLUMNS = (("table_name", "TEXT"), ("row_id", "INTEGER"), ("session_id", "INTEGER"),
                       ("column_name", "TEXT"), ("kind", "TEXT"), ("count", "INTEGER"))
-REDACTIONS_DDL = f"CREATE TABLE {REDACTIONS} ({', '.join(f'{c} {t}' for c, t in REDACTIONS_COLUMNS)})"
 REDACTIONS_INDEXES = (("session_id",), ("kind",), ("table_name", "row_id"))
 
 # The session browser's list (built by derived.py from the snapshot's own tables), and its full-text
@@ -163,12 +182,12 @@ SESSION_LIST_INDEXES: tuple[tuple[str, ...], ...] = (
 )
 
 # The full-text index: a contentless FTS5 table whose rowid is messages.id,
-# over everything searchable in a message (see export.message_search_text).
+# over everything searchable in a message (see search.message_search_text).
 FTS_TABLE = "messages_fts"
 FTS_SOURCE = "messages"
 FTS_COLUMN = "body"
 # ... and tool_calls': rowid tool_calls.id, over its tool, command, arguments and result preview
-# (export.tool_call_search_text).
+# (search.tool_call_search_text).
 TOOL_FTS_TABLE = "tool_calls_fts"
 
 # What the explorer renders specially (datasette_agentbase.render).
@@ -447,6 +466,7 @@ PAGES: dict[str, Page] = {
     TOOL_FTS_TABLE: Page(hidden=True),
     VIEWS["tool_calls"]: Page(hidden=True),  # what the tool_calls view reads its rows from
     MARKER: Page(hidden=True),
+    FACTS: Page(hidden=True),
     REDACTIONS: Page(),
     "_migrations": Page(hidden=True),  # the store's bookkeeping (never in a snapshot)
 }

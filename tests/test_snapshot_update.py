@@ -36,8 +36,10 @@ import pytest
 
 import conversation_fixtures as CV
 from importer import demo, derived, shape
+from importer import export
 from importer.export import export_snapshot
 from importer.pipeline import run_import
+from importer.snapshot_state import State, state_path
 from importer.store import open_store
 from transcripts import Chain, do_import, sessions_dir, write
 
@@ -61,7 +63,7 @@ def contents(path: Path) -> dict:
                 out[name] = sorted(r for r in conn.execute(f"SELECT key, value FROM [{name}]")
                                    if r[0] not in ("exported_at", "updated_at", "snapshot_id", "generation"))
                 continue
-            order = "1, 2, 3, 4, 5, 6" if name == shape.REDACTIONS else "id"
+            order = "1, 2, 3, 4, 5, 6" if name == shape.REDACTIONS else "name" if name == shape.FACTS else "id"
             out[name] = conn.execute(f"SELECT {', '.join(f'[{c}]' for c in cols)} FROM [{name}] "
                                      f"ORDER BY {order}").fetchall()
         out["schema"] = sorted(conn.execute("SELECT type, name, tbl_name, sql FROM sqlite_master "
@@ -409,6 +411,37 @@ def test_the_state_file_is_private_and_a_mismatch_rebuilds(archive, tmp_path):
     finally:
         store.close()
     assert report.mode == "full" and report.why_full == "the time zone changed"
+
+
+def test_a_snapshot_of_an_older_format_is_rebuilt_in_full_with_its_facts(archive, monkeypatch):
+    # an up-to-date snapshot is updated in place...
+    archive.export()
+    assert archive.export().mode == "update"
+    # ...one of the format before (no facts table; its state holds the shape digest of its own format) is
+    # built in full on the upgrade, facts and all, and then updated in place again
+    conn = sqlite3.connect(archive.snapshot)
+    conn.execute(f"DROP TABLE {shape.FACTS}")
+    conn.execute(f"UPDATE {shape.MARKER} SET value = ? WHERE key = 'format'", (str(shape.FORMAT - 1),))
+    conn.commit()
+    conn.close()
+    monkeypatch.setattr(shape, "FORMAT", shape.FORMAT - 1)
+    store = open_store(archive.url)
+    try:
+        state = State(state_path(archive.snapshot))
+        state.set_meta({"shape": export._facts(store, ZONE, True)["shape"]})  # (autocommit)
+        state.close()
+    finally:
+        store.close()
+    monkeypatch.undo()
+    report = archive.export()
+    assert report.mode == "full" and report.why_full == "the snapshot's format or AgentBase's version changed"
+    conn = sqlite3.connect(archive.snapshot)
+    try:
+        assert conn.execute(f"SELECT value FROM {shape.MARKER} WHERE key = 'format'").fetchone() == (str(shape.FORMAT),)
+        assert {r[0] for r in conn.execute(f"SELECT name FROM {shape.FACTS}")} == set(shape.FACT_KEYS)
+    finally:
+        conn.close()
+    assert archive.export().mode == "update"
 
 
 def test_a_build_with_its_worker_equals_one_built_in_one_process(archive, tmp_path, monkeypatch):
