@@ -49,7 +49,7 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
 from importer import demo, derived  # noqa: E402
-from importer.export import export_snapshot  # noqa: E402
+from importer.snapshot import export_snapshot  # noqa: E402
 from importer.store import open_store  # noqa: E402
 from importer.search import fts_query  # noqa: E402
 from store_bench import replicate  # noqa: E402

@@ -278,7 +278,7 @@ def copy_session_list(conn: sqlite3.Connection, schema: str) -> int:
     """Copy the session list that :func:`refresh_session_list` built whole in another database,
     attached here as ``schema``, into this connection's main one: the table, the shadow tables of
     its full-text index, then its indexes. The same list as a whole build here; the rows copied.
-    (A full export builds it in its worker process, see export.py.)"""
+    (A full export builds it in its worker process, see snapshot/worker.py)."""
     db = _database(conn)
     with db.atomic():
         for name in (FTS, TABLE):

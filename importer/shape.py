@@ -184,7 +184,6 @@ SESSION_LIST_INDEXES: tuple[tuple[str, ...], ...] = (
 # The full-text index: a contentless FTS5 table whose rowid is messages.id,
 # over everything searchable in a message (see search.message_search_text).
 FTS_TABLE = "messages_fts"
-FTS_SOURCE = "messages"
 FTS_COLUMN = "body"
 # ... and tool_calls': rowid tool_calls.id, over its tool, command, arguments and result preview
 # (search.tool_call_search_text).

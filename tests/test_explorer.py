@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from importer.export import export_snapshot
+from importer.snapshot import export_snapshot
 from importer.store import open_store
 from transcripts import Chain, exec_call, header, sessions_dir, write, do_import
 
@@ -1110,7 +1110,7 @@ def test_real_samples_render_quietly(tmp_path):
     the view and the three exports answer, and no transcript text becomes markup."""
     import os
 
-    from importer.export import export_snapshot
+    from importer.snapshot import export_snapshot
     from importer.store import open_store
     from test_codex import SAMPLE_PATHS as CODEX_PATHS
     from transcripts import do_import

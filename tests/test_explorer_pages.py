@@ -74,7 +74,7 @@ def kinds(tmp_path_factory):
     for server, where in (("alpha", alpha), ("beta", beta), ("laptop", pi), ("laptop", claude), ("laptop", codex),
                           ("laptop", mini), ("gateway", tmp / "agent-server")):
         do_import(archive, where, server=server)
-    from importer.export import export_snapshot
+    from importer.snapshot import export_snapshot
     from importer.store import open_store
 
     store = open_store(f"sqlite:///{archive}")

@@ -10,7 +10,7 @@ from pathlib import Path
 import yaml
 
 from importer import shape
-from importer.export import export_snapshot
+from importer.snapshot import export_snapshot
 from importer.pipeline import run_import
 from importer.sources import all_sources
 from importer.store import open_store

@@ -36,8 +36,8 @@ import pytest
 
 import conversation_fixtures as CV
 from importer import demo, derived, shape
-from importer import export
-from importer.export import export_snapshot
+from importer.snapshot import export_snapshot
+from importer.snapshot.export import export_facts
 from importer.pipeline import run_import
 from importer.snapshot_state import State, state_path
 from importer.store import open_store
@@ -428,7 +428,7 @@ def test_a_snapshot_of_an_older_format_is_rebuilt_in_full_with_its_facts(archive
     store = open_store(archive.url)
     try:
         state = State(state_path(archive.snapshot))
-        state.set_meta({"shape": export._facts(store, ZONE, True)["shape"]})  # (autocommit)
+        state.set_meta({"shape": export_facts(store, ZONE, True)["shape"]})  # (autocommit)
         state.close()
     finally:
         store.close()
