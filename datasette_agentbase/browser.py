@@ -26,7 +26,6 @@ import sqlite3
 import threading
 from dataclasses import dataclass
 from datetime import date, timedelta
-from pathlib import Path
 from urllib.parse import urlencode
 
 from datasette.utils.asgi import BadRequest, NotFound, Response
@@ -36,13 +35,12 @@ from importer.search import fts_query
 from . import facts
 from .facts import SESSION_LIST, SESSION_LIST_COLUMNS, SESSION_LIST_FTS
 
-from . import dashboard, live
+from . import dashboard, live, served
 
 PAGE_SIZE = 50
 MAX_PAGE = 500
 PRESETS = (("1", "today"), ("7", "7 days"), ("30", "30 days"))
 PARAMS = ("agent", "server", "source", "days", "from", "to", "errors", "thinking", "q", "limit")
-CSS_PATH = Path(__file__).resolve().parent / "static" / "sessions.css"
 _DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
 COLUMNS = tuple(SESSION_LIST_COLUMNS)
 
@@ -272,10 +270,8 @@ async def _datasette_index(datasette, request, send):
 
 
 async def home_view(datasette, request, send):
-    from . import _snapshot_db
-
     try:
-        await _snapshot_db(datasette, request)
+        await served.snapshot_db(datasette, request)
     except NotFound:
         if request.args.get("db"):
             raise
@@ -292,10 +288,8 @@ async def sessions_json_view(datasette, request):
 
 
 async def sessions_view(datasette, request, as_json: bool = False):
-    from . import _check, _snapshot_db, session_path
-
-    db = await _snapshot_db(datasette, request)
-    await _check(datasette, request, db.name)
+    db = await served.snapshot_db(datasette, request)
+    await served.check(datasette, request, db.name)
     f = parse(request.args)
     data = await db.execute_fn(lambda conn: load(conn, f, db.name))
     keep_db = [("db", db.name)] if request.args.get("db") else []
@@ -319,7 +313,7 @@ async def sessions_view(datasette, request, as_json: bool = False):
 
     rows = data["rows"]
     for r in rows:
-        r["href"] = session_path(datasette, db.name, r["id"])
+        r["href"] = served.session_path(datasette, db.name, r["id"])
     next_href = None
     if data["more"] and rows:
         last = rows[-1]
@@ -386,18 +380,8 @@ async def sessions_view(datasette, request, as_json: bool = False):
     return Response.html(html)
 
 
-_css: dict[str, str] = {}
-
-
-async def css_view(datasette, request):
-    if "css" not in _css:
-        _css["css"] = CSS_PATH.read_text(encoding="utf-8")
-    return Response(_css["css"], content_type="text/css; charset=utf-8", headers={"Cache-Control": "max-age=3600"})
-
-
 ROUTES = [
     (r"^/$", home_view),
     (r"^/-/agentbase/sessions$", sessions_html_view),
     (r"^/-/agentbase/sessions\.json$", sessions_json_view),
-    (r"^/-/agentbase/sessions\.css$", css_view),
 ]

@@ -54,7 +54,7 @@ class Serve:
         deadline = time.time() + 60
         while True:
             try:
-                if self.request("GET", "/-/agentbase/agentbase.css")[0] == 200:
+                if self.request("GET", "/-/static-plugins/agentbase/agentbase.css")[0] == 200:
                     break
             except OSError:
                 if self.proc.poll() is not None or time.time() > deadline:
@@ -177,7 +177,7 @@ PAGES = ["/", "/snapshot", "/snapshot/messages", "/snapshot/messages/1", "/snaps
          "/snapshot/messages?_sort=content_blocks%20desc"]
 DATA = ["/.json", "/snapshot/messages.json", "/snapshot/messages.csv", "/snapshot/exec_commands.json?_shape=array",
         "/-/versions.json", "/snapshot/messages.json?_sort=nope", "/-/static/app.css", "/-/static/table.js",
-        "/-/agentbase/agentbase.css", "/-/agentbase/agentbase.js", "/-/agentbase/session/1.md",
+        "/-/static-plugins/agentbase/agentbase.css", "/-/static-plugins/agentbase/agentbase.js", "/-/agentbase/session/1.md",
         "/-/agentbase/session/1.json", "/-/agentbase/login"]
 
 

@@ -104,7 +104,7 @@ def test_login_page_itself_and_the_stylesheet_are_open(locked):
     assert page.status_code == 200 and 'type="password"' in page.text and 'method="post"' in page.text
     assert 'name="next" value="/snapshot"' in page.text
     assert "aaaaaaaa" not in page.text and "snapshot/messages" not in page.text  # no data, no table list
-    assert locked.get("/-/agentbase/agentbase.css").status_code == 200
+    assert locked.get("/-/static-plugins/agentbase/agentbase.css").status_code == 200
 
 
 def test_wrong_password_is_refused_slowly(locked):
@@ -239,7 +239,7 @@ def test_checking_a_password_does_not_hold_up_other_requests(locked):
 
         async def page():
             await asyncio.sleep(0.01)
-            r = await locked.ds.client.get("/-/agentbase/agentbase.css")
+            r = await locked.ds.client.get("/-/static-plugins/agentbase/agentbase.css")
             return r, time.perf_counter()
 
         ticker = asyncio.create_task(tick())
