@@ -25,16 +25,14 @@ import os
 import re
 import shutil
 import sqlite3
-import subprocess
-import sys
 import threading
-import time
 import urllib.request
 from pathlib import Path
 
 import pytest
 
 import conversation_fixtures as CV
+from conftest import Served
 from importer import demo, derived, shape
 from importer.snapshot import export_snapshot
 from importer.snapshot.export import export_facts
@@ -303,36 +301,6 @@ def test_a_reader_in_a_loop_never_sees_half_an_update(archive):
         assert messages == counted and listed == sessions
 
 
-def _serve(snapshot: Path):
-    port = CV_port()
-    # (the download, off unless asked, is part of what is checked)
-    proc = subprocess.Popen([sys.executable, "-m", "importer", "serve", str(snapshot), "--port", str(port),
-                             "--setting", "allow_download", "on"],
-                            cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 60
-    while True:
-        if proc.poll() is not None:
-            pytest.fail(f"agentbase serve exited: {proc.stderr.read()[-800:]}")
-        try:
-            with urllib.request.urlopen(base + "/-/versions.json", timeout=5):
-                break
-        except OSError:
-            if time.time() > deadline:
-                proc.kill()
-                pytest.fail("agentbase serve did not answer within 60 s")
-            time.sleep(0.2)
-    return proc, base
-
-
-def CV_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _get(url: str):
     with urllib.request.urlopen(url, timeout=30) as r:
         return json.loads(r.read())
@@ -340,7 +308,9 @@ def _get(url: str):
 
 def test_a_served_snapshot_shows_each_update_and_a_full_build(archive):
     a = archive
-    proc, base = _serve(a.snapshot)
+    # (the download, off unless asked, is part of what is checked)
+    server = Served(a.snapshot, "--setting", "allow_download", "on")
+    base = server.base
     try:
         def count(word: str) -> int:
             rows = _get(f"{base}/snapshot/messages.json?_search={word}&_shape=array&_col=id")
@@ -385,9 +355,8 @@ def test_a_served_snapshot_shows_each_update_and_a_full_build(archive):
         conn.close()
         assert not list(a.snapshot.parent.glob(".snapshot.db.download-*"))
     finally:
-        proc.terminate()
-        proc.wait(timeout=20)
-    assert "Traceback" not in proc.stderr.read()
+        server.stop()
+    assert "Traceback" not in server.errors()
 
 
 def test_the_state_file_is_private_and_a_mismatch_rebuilds(archive, tmp_path):
