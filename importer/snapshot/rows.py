@@ -60,7 +60,7 @@ def table_plans(store: Store) -> list[Plan]:
                          or types.get(c) in ("text", "json"))
         session_col = "id" if name == "sessions" else ("session_id" if "session_id" in have else None)
         out.append(Plan(name, shape.base_table(name), number, tuple(select), tuple(stored), session_col,
-                         table.local_time_from, text))
+                        table.local_time_from, text))
     return out
 
 

@@ -102,8 +102,8 @@ def update(store: Store, target: Path, conn: sqlite3.Connection, state: State, z
             counts[name] = conn.execute(f"SELECT COUNT(*) FROM [{name}]").fetchone()[0]
         generation = str(int(marker.get("generation") or 0) + 1)
         write_marker(conn, {"updated_at": datetime.now(tz=None).astimezone().isoformat(timespec="seconds"),
-                             "secrets_redacted": str(secrets_total) if redact else "",
-                             "generation": generation, "counts": json.dumps(counts)})
+                            "secrets_redacted": str(secrets_total) if redact else "",
+                            "generation": generation, "counts": json.dumps(counts)})
         if new_values:
             state.add_secrets(new_values)
         state.set_meta({"generation": generation, "applied_seq": str(seq)})
