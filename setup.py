@@ -45,7 +45,7 @@ setup(
         "datasette-json-html>=1.0",
         "detect-secrets>=1.5",  # credentials redacted in the snapshot (importer/redact.py)
         "google-re2>=1.1",  # its one-pass prefilter keeps that cheap
-        "sqlite-utils>=4.0",  # the snapshot's schema (importer/export.py, importer/derived.py); 4.0: writes join an open transaction
+        "sqlite-utils>=4.0",  # the snapshot's schema (importer/snapshot/ddl.py, importer/derived.py); 4.0: writes join an open transaction
         "watchdog>=4.0",  # agentbase watch: local sources followed as files change (inotify, FSEvents)
         # The conversation view: Markdown in messages (CommonMark, raw HTML off, links checked in
         # datasette_agentbase/richtext.py) and code coloured by language (its HTML escapes every token)

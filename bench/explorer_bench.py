@@ -50,7 +50,7 @@ sys.path.insert(0, str(REPO / "bench"))
 
 import trees  # noqa: E402  (bench/trees.py)
 from importer import demo, derived  # noqa: E402
-from importer.export import export_snapshot  # noqa: E402
+from importer.snapshot import export_snapshot  # noqa: E402
 from importer.store import open_store  # noqa: E402
 from importer.search import fts_query  # noqa: E402
 from store_bench import replicate  # noqa: E402
@@ -105,7 +105,7 @@ def _timed_session_list(refresh):
 
 def reusable(snapshot: Path) -> bool:
     """A snapshot a former run built, of this export's format (else it is built again)."""
-    from importer.export import SNAPSHOT_FORMAT
+    from importer.shape import FORMAT as SNAPSHOT_FORMAT
 
     try:
         conn = sqlite3.connect(f"file:{snapshot}?mode=ro", uri=True)

@@ -78,7 +78,7 @@ def samples(shared: Path, shapes: bool) -> None:
         print("  places: " + ", ".join(f"{k} {v}" for k, v in Counter(
             f"{p['table']}.{p['column']}" for p in found["places"]).most_common()))
         if shapes:
-            from importer.export import redact_columns
+            from importer.shape import redact_columns
             from importer.store import open_store
 
             store = open_store(db)

@@ -29,7 +29,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from trees import generate_tree  # noqa: E402  (bench/trees.py)
-from importer.export import export_snapshot  # noqa: E402
+from importer.snapshot import export_snapshot  # noqa: E402
 from importer.store import open_store  # noqa: E402
 
 
@@ -93,7 +93,7 @@ def export_if_changed(url: str, out: Path) -> tuple[float, bool]:
     store = open_store(url)
     try:
         started = time.perf_counter()
-        report = export_snapshot(store, out, timezone="Asia/Shanghai", if_changed=True)
+        report = export_snapshot(store, out, timezone="Asia/Shanghai")
         return time.perf_counter() - started, report.unchanged
     finally:
         store.close()

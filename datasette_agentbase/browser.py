@@ -26,23 +26,23 @@ import sqlite3
 import threading
 from dataclasses import dataclass
 from datetime import date, timedelta
-from pathlib import Path
 from urllib.parse import urlencode
 
 from datasette.utils.asgi import BadRequest, NotFound, Response
 
-from importer import derived
 from importer.search import fts_query
 
-from . import dashboard, live
+from . import facts
+from .facts import SESSION_LIST, SESSION_LIST_COLUMNS, SESSION_LIST_FTS
+
+from . import dashboard, live, served
 
 PAGE_SIZE = 50
 MAX_PAGE = 500
 PRESETS = (("1", "today"), ("7", "7 days"), ("30", "30 days"))
 PARAMS = ("agent", "server", "source", "days", "from", "to", "errors", "thinking", "q", "limit")
-CSS_PATH = Path(__file__).resolve().parent / "static" / "sessions.css"
 _DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
-COLUMNS = tuple(derived.COLUMNS)
+COLUMNS = tuple(SESSION_LIST_COLUMNS)
 
 
 @dataclass
@@ -111,10 +111,7 @@ def parse(args) -> Filters:
 
 
 def _meta(conn: sqlite3.Connection) -> dict:
-    try:
-        return dict(conn.execute("SELECT key, value FROM agentbase_snapshot").fetchall())
-    except sqlite3.Error:
-        return {}
+    return facts.marker(conn)
 
 
 _choices_cache: dict = {}
@@ -135,8 +132,8 @@ def _choices(conn: sqlite3.Connection, database: str | None) -> dict:
     out = {}
     for name in ("agent_id", "server", "source"):
         out[name] = [r[0] for r in conn.execute(
-            f"SELECT DISTINCT [{name}] FROM {derived.TABLE} WHERE [{name}] IS NOT NULL ORDER BY [{name}]")]
-    row = conn.execute(f"SELECT last_day FROM {derived.TABLE} WHERE last_day IS NOT NULL "
+            f"SELECT DISTINCT [{name}] FROM {SESSION_LIST} WHERE [{name}] IS NOT NULL ORDER BY [{name}]")]
+    row = conn.execute(f"SELECT last_day FROM {SESSION_LIST} WHERE last_day IS NOT NULL "
                        "ORDER BY last_message_at DESC, id DESC LIMIT 1").fetchone()
     out["latest"] = row[0] if row else None
     if key is not None:
@@ -168,7 +165,7 @@ def where(f: Filters) -> tuple[list[str], list]:
     if f.thinking:
         terms.append("has_thinking = 1")
     if f.q:
-        terms.append(f"id IN (SELECT rowid FROM {derived.FTS} WHERE {derived.FTS} MATCH ?)")
+        terms.append(f"id IN (SELECT rowid FROM {SESSION_LIST_FTS} WHERE {SESSION_LIST_FTS} MATCH ?)")
         params.append(fts_query(f.q))
     return terms, params
 
@@ -179,7 +176,7 @@ def page_sql(f: Filters) -> tuple[str, list]:
         at, row_id = f.after
         terms.append("last_message_at <= ? AND (last_message_at < ? OR id < ?)")
         params += [at, at, row_id]
-    sql = (f"SELECT {', '.join(COLUMNS)} FROM {derived.TABLE}"
+    sql = (f"SELECT {', '.join(COLUMNS)} FROM {SESSION_LIST}"
            + (" WHERE " + " AND ".join(terms) if terms else "")
            + " ORDER BY last_message_at DESC, id DESC LIMIT ?")
     return sql, params + [f.limit + 1]
@@ -193,7 +190,7 @@ def count_sql(f: Filters, before_cursor: bool = False) -> tuple[str, list]:
         at, row_id = f.after
         terms.append("last_message_at >= ? AND (last_message_at > ? OR id >= ?)")
         params += [at, at, row_id]
-    return (f"SELECT COUNT(*) FROM {derived.TABLE}" + (" WHERE " + " AND ".join(terms) if terms else ""), params)
+    return (f"SELECT COUNT(*) FROM {SESSION_LIST}" + (" WHERE " + " AND ".join(terms) if terms else ""), params)
 
 
 def resolve_range(f: Filters, latest: str | None) -> None:
@@ -207,7 +204,7 @@ def resolve_range(f: Filters, latest: str | None) -> None:
 
 def load(conn: sqlite3.Connection, f: Filters, database: str | None = None) -> dict:
     """Everything a page shows (runs in Datasette's SQL thread)."""
-    if not derived.exists(conn):
+    if not facts.has_tables(conn, SESSION_LIST, SESSION_LIST_FTS):
         return {"missing": True, "meta": _meta(conn)}
     choices = _choices(conn, database)
     resolve_range(f, choices["latest"])
@@ -273,10 +270,8 @@ async def _datasette_index(datasette, request, send):
 
 
 async def home_view(datasette, request, send):
-    from . import _snapshot_db
-
     try:
-        await _snapshot_db(datasette, request)
+        await served.snapshot_db(datasette, request)
     except NotFound:
         if request.args.get("db"):
             raise
@@ -293,10 +288,8 @@ async def sessions_json_view(datasette, request):
 
 
 async def sessions_view(datasette, request, as_json: bool = False):
-    from . import _check, _snapshot_db, session_path
-
-    db = await _snapshot_db(datasette, request)
-    await _check(datasette, request, db.name)
+    db = await served.snapshot_db(datasette, request)
+    await served.check(datasette, request, db.name)
     f = parse(request.args)
     data = await db.execute_fn(lambda conn: load(conn, f, db.name))
     keep_db = [("db", db.name)] if request.args.get("db") else []
@@ -320,7 +313,7 @@ async def sessions_view(datasette, request, as_json: bool = False):
 
     rows = data["rows"]
     for r in rows:
-        r["href"] = session_path(datasette, db.name, r["id"])
+        r["href"] = served.session_path(datasette, db.name, r["id"])
     next_href = None
     if data["more"] and rows:
         last = rows[-1]
@@ -387,18 +380,8 @@ async def sessions_view(datasette, request, as_json: bool = False):
     return Response.html(html)
 
 
-_css: dict[str, str] = {}
-
-
-async def css_view(datasette, request):
-    if "css" not in _css:
-        _css["css"] = CSS_PATH.read_text(encoding="utf-8")
-    return Response(_css["css"], content_type="text/css; charset=utf-8", headers={"Cache-Control": "max-age=3600"})
-
-
 ROUTES = [
     (r"^/$", home_view),
     (r"^/-/agentbase/sessions$", sessions_html_view),
     (r"^/-/agentbase/sessions\.json$", sessions_json_view),
-    (r"^/-/agentbase/sessions\.css$", css_view),
 ]

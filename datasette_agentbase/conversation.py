@@ -30,7 +30,7 @@ import sqlite3
 
 from markupsafe import Markup, escape
 
-from . import render, richtext
+from . import facts, render, richtext
 
 MESSAGE_COLUMNS = (
     "id", "message_uuid", "parent_message_uuid", "role", "first_tool_call", "has_thinking", "is_error", "provider",
@@ -138,10 +138,10 @@ def load(conn: sqlite3.Connection, session_id: int, everything: bool = False) ->
                  AS unpriced_calls
         FROM messages WHERE session_id = ? AND cost_source IS NOT NULL AND usage_counted = 1 AND is_synthetic = 0
     """, (session_id,))[0]
-    zone = conn.execute("SELECT value FROM agentbase_snapshot WHERE key = 'timezone'").fetchone()
+    zone = facts.marker(conn, "timezone").get("timezone")
     times = [m["local_time"] for m in messages if m["local_time"]]
     return {"session": session, "messages": messages, "entries": entries, "calls": calls,
-            "off_path": off_path, "usage": usage, "timezone": zone[0] if zone else "UTC",
+            "off_path": off_path, "usage": usage, "timezone": zone or "UTC",
             "first": min(times)[:19] if times else "", "last": max(times)[:19] if times else "",
             "related": related(conn, session)}
 

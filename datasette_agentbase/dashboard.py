@@ -32,6 +32,8 @@ from datetime import date, datetime, timedelta
 
 from markupsafe import Markup
 
+from . import facts
+
 # Twenty colours told apart on a white page: Tableau's ten (its grey left out: "other" is grey),
 # then ten of other hues or lightness; agents take them in order of their first day.
 PALETTE = ("#4e79a7", "#f28e2b", "#e15759", "#59a14f", "#b07aa1", "#edc948", "#76b7b2", "#ff9da7",
@@ -90,10 +92,7 @@ DAY, HOUR, SERVER, AGENT, SOURCE, MODEL, MESSAGES, CALLS, TOKENS, COST, UNPRICED
 # -- the cube ----------------------------------------------------------------------------------------
 
 def _meta(conn: sqlite3.Connection) -> dict:
-    try:
-        return dict(conn.execute("SELECT key, value FROM agentbase_snapshot").fetchall())
-    except sqlite3.Error:
-        return {}
+    return facts.marker(conn)
 
 
 def _local_day(stamp: str | None, zone_name: str | None) -> str | None:

@@ -2,10 +2,11 @@
 
 What the plugin's hooks (``__init__.py``, "the explorer") call on, kept here:
 
-- ``is_shell(source, tool_name)``: the SQL function ``agentbase_is_shell``, true for a
-  tool that runs shell commands in that source kind (``Source.shell_tools`` of every
-  registered kind: exec/bash, Bash, shell/exec_command..., terminal, commandExecution),
-  so ``exec_commands`` lists every kind's shell calls, as ``agentbase stats`` counts them.
+- ``register_functions(conn, shell_pairs)``: the SQL function ``agentbase_is_shell``, true
+  for a tool that runs shell commands in that source kind (each kind's ``Source.shell_tools``,
+  as the export wrote them into the snapshot's facts: exec/bash, Bash, shell/exec_command...,
+  terminal, commandExecution), so ``exec_commands`` lists every kind's shell calls, as
+  ``agentbase stats`` counts them.
 - ``format_number(column, value)``: token counts, calls and durations with thousands
   separators, costs without float noise, in HTML only (JSON and CSV keep the numbers).
 - ``QueryForm``: a canned query's form: agent, server and source as drop-downs filled
@@ -35,26 +36,11 @@ from markupsafe import Markup
 
 # -- shell tools -------------------------------------------------------------------------------
 
-_shell_cache: list = []  # [number of kinds registered, {(kind, tool name)}]: kinds are only ever added
-
-
-def shell_pairs() -> frozenset[tuple[str, str]]:
-    """(source kind, tool name) of every tool that runs shell commands."""
-    from importer.sources import all_sources
-
-    kinds = all_sources()
-    if not _shell_cache or _shell_cache[0] != len(kinds):
-        pairs = frozenset((s.kind, tool) for s in kinds for tool in (s.shell_tools or ()))
-        _shell_cache[:] = [len(kinds), pairs]
-    return _shell_cache[1]
-
-
-def is_shell(source, tool_name) -> int:
-    return 1 if (source, tool_name) in shell_pairs() else 0
-
-
-def register_functions(conn) -> None:
-    conn.create_function("agentbase_is_shell", 2, is_shell, deterministic=True)
+def register_functions(conn, shell_pairs: frozenset) -> None:
+    """``agentbase_is_shell(source, tool_name)``: 1 for a tool its kind runs shell commands with
+    (``shell_pairs``: the snapshot's facts, see facts.py), else 0."""
+    conn.create_function("agentbase_is_shell", 2, lambda source, tool: 1 if (source, tool) in shell_pairs else 0,
+                         deterministic=True)
 
 
 # -- numbers -------------------------------------------------------------------------------------
@@ -141,13 +127,13 @@ def bad_params(query: str, args: dict[str, str]) -> str | None:
     return None
 
 
-# What the latest day of each query is the latest day with, when its day is left empty.
+# What the latest day of each of metadata.yml's queries is the latest day with, when its day is left
+# empty (a kind's queries say it in the snapshot's facts: latest_day_of).
 LATEST_DAY_OF = {
     "exec_commands": "a shell command",
     "thinking": "thinking",
     "agent_day": "a message",
     "failed_tools": "a failure",
-    "audit_log": "an audit log entry",
 }
 CHOICES = ("agent", "server", "source")  # drop-downs, filled from the snapshot's sessions
 CHOICES_SQL = ("SELECT 'agent', agent_id FROM (SELECT DISTINCT agent_id FROM sessions WHERE agent_id IS NOT NULL) "
@@ -189,8 +175,10 @@ class QueryForm:
     """The fields of a canned query's form, the message for a malformed day or month, and
     which day (or days, or month) an empty form showed."""
 
-    def __init__(self, query: str, values: dict, columns, rows, choices: dict[str, list[str]]):
+    def __init__(self, query: str, values: dict, columns, rows, choices: dict[str, list[str]],
+                 latest_day_of: dict | None = None):
         self.query = query
+        self.latest_day_of = {**LATEST_DAY_OF, **(latest_day_of or {})}
         values = {k: "" if v is None else str(v) for k, v in (values or {}).items()}
         self.error = bad_params(query, values)
         self.fields: list[Field] = []
@@ -212,7 +200,7 @@ class QueryForm:
             if self.query in DAY_OR_MONTH and _is_month(value):
                 return Field(name, "month", value, "a month: every day of it")
             hint = "empty: the 7 days up to the latest" if self.query in DAY_OR_MONTH else (
-                "empty: the latest day" if self.query in LATEST_DAY_OF else "empty: any day")
+                "empty: the latest day" if self.query in self.latest_day_of else "empty: any day")
             # a malformed value stays as typed (a date input would drop it), marked
             return Field(name, "text" if malformed else "date", value, hint, invalid=malformed)
         if name == "month":
@@ -235,8 +223,8 @@ class QueryForm:
                     return "The day was empty: the 7 days up to the latest day with usage; none has any here."
                 return (f"The day was empty: showing the 7 days up to {days[-1]}, the latest day with usage "
                         f"(from {_minus_days(days[-1], 6)}).")
-            if self.query in LATEST_DAY_OF and "time" in columns:
-                what = LATEST_DAY_OF[self.query]
+            if self.query in self.latest_day_of and "time" in columns:
+                what = self.latest_day_of[self.query]
                 if not data:
                     return f"The day was empty: the latest day with {what}; there is none for this choice."
                 first = str(_get(data[0], "time") or "")[:10]

@@ -22,14 +22,13 @@ import threading
 
 from datasette.database import Database
 
-from importer import shape
+from . import facts
 
 
 def version(conn: sqlite3.Connection) -> tuple:
     """(build id, update number) of the snapshot this connection reads; () for another database."""
-    try:
-        rows = dict(conn.execute(f"SELECT key, value FROM {shape.MARKER} WHERE key IN ('snapshot_id', 'generation')"))
-    except sqlite3.Error:
+    rows = facts.marker(conn, "snapshot_id", "generation")
+    if not rows:
         return ()
     return (rows.get("snapshot_id"), rows.get("generation"))
 
@@ -74,8 +73,8 @@ class SnapshotDatabase(Database):
     async def table_counts(self, limit=10):
         def counts(conn):
             try:
-                row = conn.execute(f"SELECT value FROM {shape.MARKER} WHERE key = 'counts'").fetchone()
-                return json.loads(row[0]) if row and row[0] else {}
+                row = facts.marker(conn, "counts").get("counts")
+                return json.loads(row) if row else {}
             except (sqlite3.Error, ValueError):
                 return {}
 
@@ -94,10 +93,7 @@ def is_snapshot_file(path: str) -> bool:
     except sqlite3.Error:
         return False
     try:
-        return conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
-                            (shape.MARKER,)).fetchone() is not None
-    except sqlite3.Error:
-        return False
+        return facts.is_snapshot(conn)
     finally:
         conn.close()
 
@@ -190,13 +186,11 @@ class _Stream:
 def _make_copy(path: str) -> tuple[int, int]:
     """A consistent copy of the snapshot at ``path`` (SQLite's backup API: an update landing
     meanwhile is in it whole or not at all) beside it, opened and unlinked: (fd, size)."""
-    from importer.store import private_file
-
     folder = os.path.dirname(os.path.abspath(path))
     fd, copy = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.download-", dir=folder)
     os.close(fd)
     try:
-        private_file(copy)
+        # (mkstemp made it 0600, as the snapshot is: it holds what the snapshot holds)
         src = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
         dst = sqlite3.connect(copy)
         try:

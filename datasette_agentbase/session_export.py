@@ -27,7 +27,7 @@ import sqlite3
 
 import orjson
 
-from . import conversation, render
+from . import conversation, facts, render
 
 FORMAT = "agentbase-session"
 VERSION = 1
@@ -59,7 +59,7 @@ def load_json(conn: sqlite3.Connection, session_id: int, database: str) -> dict 
     session = dict(zip(names, rows[0]))
     if "header_json" in session:
         session["header"] = _parse(session.pop("header_json"))
-    zone = conn.execute("SELECT value FROM agentbase_snapshot WHERE key = 'timezone'").fetchone()
+    zone = facts.marker(conn, "timezone").get("timezone")
     names, rows = _select(conn, "SELECT * FROM messages WHERE session_id = ? ORDER BY seq, id", (session_id,))
     keep = [(i, n) for i, n in enumerate(names) if n not in DERIVED and n not in SESSION_COPIES]
     blocks_at = names.index("content_blocks") if "content_blocks" in names else None
@@ -82,7 +82,7 @@ def load_json(conn: sqlite3.Connection, session_id: int, database: str) -> dict 
         e["data"] = _parse(e.pop("raw_json", None))
         entries.append(e)
     return {"format": FORMAT, "version": VERSION, "database": database,
-            "timezone": zone[0] if zone else "UTC", "session": session,
+            "timezone": zone or "UTC", "session": session,
             "message_count": len(messages), "messages": messages, "tool_calls": calls, "entries": entries}
 
 

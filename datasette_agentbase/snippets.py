@@ -16,8 +16,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from importer.export import message_search_text
-from importer.search import CJK_RANGES
+from importer.search import CJK_RANGES, message_search_text
 
 _QUOTED = re.compile(r'"([^"]*)"')
 _WORD = re.compile(r"\w+")

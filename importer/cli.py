@@ -32,8 +32,8 @@ def _open(db: str | None, create: bool = True):
 
 def _check_snapshot(db: str | None, output) -> Path:
     """Where an export of ``db`` writes (``output``, else its default), checked before any work: a
-    new path or an AgentBase snapshot, never a file of something else (export.check_target)."""
-    from .export import check_target, snapshot_target
+    new path or an AgentBase snapshot, never a file of something else (snapshot.check_target)."""
+    from .snapshot import check_target, snapshot_target
 
     try:
         target = snapshot_target(db, output)
@@ -214,7 +214,8 @@ def export(db, output, zone, quiet, no_redact, if_changed, full):
     built when it must be (first export, another time zone, redaction setting
     or AgentBase version, --full). Credentials in the transcripts are redacted
     (see `agentbase secrets`)."""
-    from .export import export_snapshot, resolve_zone
+    from .snapshot import export_snapshot
+    from .zones import resolve_zone
 
     try:
         resolve_zone(zone)
@@ -223,8 +224,7 @@ def export(db, output, zone, quiet, no_redact, if_changed, full):
     _check_snapshot(db, output)
     store = _open(db, create=False)
     try:
-        report = export_snapshot(store, output, timezone=zone, redact=not no_redact, if_changed=if_changed,
-                                 full=full)
+        report = export_snapshot(store, output, timezone=zone, redact=not no_redact, full=full)
     except StoreError as exc:
         raise click.ClickException(str(exc)) from None
     except OSError as exc:
@@ -242,7 +242,7 @@ def secrets(db, as_json):
     """Credentials in the store's transcripts: their kinds, where they are
     (server, agent, session, message or entry, column) and how many; never
     the values. These are what `agentbase export` redacts in the snapshot."""
-    from .redact import format_findings, scan_store
+    from .snapshot.redaction import format_findings, scan_store
 
     store = _open(db, create=False)
     try:
@@ -294,7 +294,7 @@ def stats(db, as_json, by):
 def report(kind, db, since, until, agent, server, source, breakdown, as_json, zone):
     """Tokens and cost per local day, month or session, with a totals row: each
     model call once, calls without a price counted apart (never $0)."""
-    from .export import resolve_zone
+    from .zones import resolve_zone
     from .prices import current
     from .report import as_json as report_json, collect, format_table
 
@@ -412,7 +412,7 @@ def watch(paths, config_file, db, output, interval, quiet):
     sources are followed as their files change, remote servers polled every
     --interval seconds. Holds sync's lock while it runs; stops on SIGTERM."""
     from .config import ConfigError, load_config
-    from .export import export_snapshot
+    from .snapshot import export_snapshot
     from .sync import AlreadyRunning, import_from_config, lock_path, run_lock, server_paths
     from .sources import LOCAL
     from .watch import WatchPlan, watch as run_watch
@@ -472,8 +472,7 @@ def watch(paths, config_file, db, output, interval, quiet):
     from .snapshot_state import state_path
 
     def export():
-        result = export_snapshot(store, snapshot, timezone=config.timezone if config is not None else None,
-                                 if_changed=True)
+        result = export_snapshot(store, snapshot, timezone=config.timezone if config is not None else None)
         if not result.unchanged:
             say(f"{time.strftime('%H:%M:%S')} {result.summary()}")
 
@@ -521,7 +520,7 @@ def serve(snapshot, host, port, metadata_path, template_dir, settings, password_
     its metadata, templates and the AgentBase plugin (session browser,
     conversation view, dashboard)."""
     from .config import ConfigError, load_serve_options
-    from .export import default_snapshot_path
+    from .snapshot import default_snapshot_path
 
     try:
         options = load_serve_options(config_file)
@@ -534,7 +533,7 @@ def serve(snapshot, host, port, metadata_path, template_dir, settings, password_
     elif host not in ("127.0.0.1", "localhost", "::1"):
         click.echo(f"warning: serving on {host} without a password: anyone who can reach it reads every "
                    "transcript (use --password-env VAR)", err=True)
-    from .export import check_servable
+    from .snapshot import check_servable
 
     path = Path(snapshot).expanduser() if snapshot else default_snapshot_path()
     try:

@@ -48,54 +48,14 @@ import sqlite3
 from collections.abc import Iterable
 
 from .search import TOKENIZE, copy_index, index_text
-from .shape import UTC_OFFSET, ms_text
+from .shape import (SESSION_LIST, SESSION_LIST_COLUMNS, SESSION_LIST_FTS, SESSION_LIST_INDEXES, UTC_OFFSET,
+                    ms_text)
 from .titles import PROMPT_CHARS, TITLE_CHARS, prompt_text, shorten, title_sql
 
-TABLE = "session_list"
-FTS = "session_list_fts"
-
-# The table's columns, in order (sqlite-utils types).
-COLUMNS: dict[str, type] = {
-    "id": int,
-    "session_uuid": str,
-    "title": str,
-    "title_from": str,
-    "first_prompt": str,
-    "agent_id": str,
-    "server": str,
-    "source": str,
-    "session_type": str,
-    "project": str,
-    "started_local": str,
-    "last_local": str,
-    "first_day": str,
-    "last_day": str,
-    "last_message_at": str,
-    "message_count": int,
-    "model_calls": int,
-    "tool_call_count": int,
-    "failed_tool_calls": int,
-    "model_errors": int,
-    "has_errors": int,
-    "has_thinking": int,
-    "total_tokens": int,
-    "cost_usd": float,
-    "priced_calls": int,
-    "unpriced_calls": int,
-}
-
-# Every filter of the page, each followed by the sort key, so that a filtered page is read in order
-# from its index (SQLite walks an index backwards for DESC; the rowid, the id, breaks ties). The
-# first one also holds first_day, so a day range's end is checked on the index alone (and the id, so that
-# first_day does not stand between the sort key and the tie-break).
-INDEXES: tuple[tuple[str, ...], ...] = (
-    ("last_message_at", "id", "first_day"),
-    ("agent_id", "last_message_at"),
-    ("server", "last_message_at"),
-    ("source", "last_message_at"),
-    ("has_errors", "last_message_at"),
-    ("has_thinking", "last_message_at"),
-)
+TABLE = SESSION_LIST  # declared in shape.py with its columns and indexes
+FTS = SESSION_LIST_FTS
+COLUMNS = SESSION_LIST_COLUMNS
+INDEXES = SESSION_LIST_INDEXES
 
 # SQL functions registered on the connection for the build (pure Python, deterministic).
 _F_PROMPT = "agentbase_derived_prompt"
@@ -249,7 +209,7 @@ def copy_session_list(conn: sqlite3.Connection, schema: str) -> int:
     """Copy the session list that :func:`refresh_session_list` built whole in another database,
     attached here as ``schema``, into this connection's main one: the table, the shadow tables of
     its full-text index, then its indexes. The same list as a whole build here; the rows copied.
-    (A full export builds it in its worker process, see export.py.)"""
+    (A full export builds it in its worker process, see snapshot/worker.py)."""
     db = _database(conn)
     with db.atomic():
         for name in (FTS, TABLE):

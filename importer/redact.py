@@ -46,11 +46,11 @@ full-text index, file names, labels and model names. JSON columns are
 decoded, their strings replaced and encoded again: they stay valid JSON.
 
 :func:`collect` (pass 1) runs the detector over every column the export
-reads for credentials (export.redact_columns(), from shape.py) and returns the set; the export
-then copies every row of every table through :func:`redact_rows` (pass 2).
-``agentbase secrets`` (:func:`scan_store`) runs the same two passes without
-writing, so it reports exactly the counts the export redacts. See
-docs/redaction.md.
+reads for credentials (shape.redact_columns()) and returns the set; the export
+then copies every row of every table through ``snapshot/redaction.py``'s
+``redact_rows`` (pass 2). ``agentbase secrets`` (``scan_store`` there) runs the
+same two passes without writing, so it reports exactly the counts the export
+redacts. See docs/redaction.md.
 
 Left alone: UUIDs, hex hashes, thinking and text signatures, base64 images
 (``data`` of image blocks), ``${VAR}`` and ``<your key>`` placeholders, paths,
@@ -2135,7 +2135,7 @@ CUT_COLUMNS = frozenset(("text_preview", "result_preview", "label", "display_nam
 # File paths, also read one name at a time.
 PATH_COLUMNS = frozenset(("file_path", "rel_path", "cwd", "replaced_by_file", "parent_session"))
 
-def _is_json(column: str, value: str) -> bool:
+def is_json(column: str, value: str) -> bool:
     """A JSON column, or any text that is a JSON object or array (a source's
     request and response columns): read, and replaced, decoded."""
     if column in JSON_COLUMNS:
@@ -2164,7 +2164,7 @@ def detect_row(columns: dict[str, Any], detect: Iterable[str], out: list) -> Non
             continue
         if column == "text_preview" and columns.get("content_blocks") is not None:
             continue  # cut from the content, read there
-        if _is_json(column, value):
+        if is_json(column, value):
             out.extend(d.scan_json(value))  # (not JSON after all: read as text)
         elif column in CUT_COLUMNS or column in PATH_COLUMNS:
             out.extend(d.scan(value, cut=column in CUT_COLUMNS, path=column in PATH_COLUMNS))
@@ -2199,92 +2199,6 @@ def detect_rows(table: str, names: tuple[str, ...], rows: list[tuple], detect: t
     return out
 
 
-def counted(table: str, column: str, columns: dict[str, Any], redact_columns: dict) -> bool:
-    """Whether replacements in this column count (the redactions table): the
-    columns the detector reads, but a preview cut from a message's content."""
-    if column not in redact_columns.get(table, ()):
-        return False
-    return not (column == "text_preview" and columns.get("content_blocks") is not None)
-
-
-def row_text(row: tuple) -> str:
-    """A row's text columns joined, for :meth:`SecretSet.rows_hit`."""
-    return "\x00".join(v for v in row if isinstance(v, str))
-
-
-def _batch_texts(rows: list[tuple]) -> list[str]:
-    """Each row's values joined by NUL, without a Python step per value
-    (numbers come along as digits: no value of the set is a number)."""
-    return ["\x00".join(map(str, filter(None, row))) for row in rows]
-
-
-def redact_rows(secrets: SecretSet, table: str, names: tuple[str, ...], rows: list[tuple],
-                redact_columns: dict) -> dict[int, tuple[dict, list, Any]]:
-    """Pass 2 for a batch: {index in rows: redact_row's result} for the rows
-    that hold a value (found with one RE2 pass over the batch)."""
-    out = {}
-    for i in sorted(secrets.rows_hit(_batch_texts(rows))):
-        got = redact_row(secrets, table, names, rows[i], redact_columns, checked=True)
-        if got is not None:
-            out[i] = got
-    return out
-
-
-def redact_row(secrets: SecretSet, table: str, names: tuple[str, ...], row: tuple,
-               redact_columns: dict, checked: bool = False) -> tuple[dict, list, Any] | None:
-    """Pass 2 for one row: ``(patch {column: new value}, [(column, Counter)]
-    counted, decoded content or None)``, or None when the row holds no value.
-    ``checked``: the row is known to hold one (see redact_rows)."""
-    if not checked and not secrets.search(row_text(row)):
-        return None
-    from . import parser as P
-
-    columns = dict(zip(names, row))
-    patch: dict = {}
-    found: list = []
-    decoded_content = None
-    decoded_raw = None
-    # a message's preview is cut again from its replaced content (below): read only when that is not
-    deferred = table == "messages" and isinstance(columns.get("content_blocks"), str) \
-        and isinstance(columns.get("text_preview"), str)
-    for column, value in columns.items():
-        if deferred and column == "text_preview":
-            continue
-        if not isinstance(value, str) or not secrets.search(value):
-            continue
-        if column in NAME_COLUMNS:
-            new, counts = secrets.replace(value, names=True)
-        elif _is_json(column, value):
-            new, counts, decoded = secrets.replace_json(value)
-            if column == "content_blocks":
-                decoded_content = decoded
-            elif column == "raw_json":
-                decoded_raw = decoded
-        else:
-            new, counts = secrets.replace(value)
-        if new != value:
-            patch[column] = new
-        if counts and counted(table, column, columns, redact_columns):
-            found.append((column, counts))
-    # Previews again from the replaced text: a value cut by the 512th character is gone whole.
-    if table == "messages" and "content_blocks" in patch and decoded_content is not None:
-        fresh = P.text_preview({"content": decoded_content})
-        if fresh is not None:
-            patch["text_preview"] = fresh
-            deferred = False
-    if deferred and secrets.search(columns["text_preview"]):
-        new, counts = secrets.replace(columns["text_preview"])
-        if new != columns["text_preview"]:
-            patch["text_preview"] = new
-        if counts and counted(table, "text_preview", columns, redact_columns):
-            found.append(("text_preview", counts))
-    if table == "entries" and "raw_json" in patch and isinstance(decoded_raw, dict):
-        fresh = P.entry_preview(decoded_raw)
-        if fresh is not None or columns.get("text_preview") is not None:
-            patch["text_preview"] = fresh
-    return patch, found, decoded_content
-
-
 _SECRETS: SecretSet | None = None
 
 
@@ -2311,7 +2225,7 @@ def installed() -> SecretSet:
 _BATCH = 2000
 
 
-def _table_rows(store, table: str, columns: list[str], batch: int = _BATCH, lo: int = 0,
+def table_rows(store, table: str, columns: list[str], batch: int = _BATCH, lo: int = 0,
                 hi: int | None = None) -> Iterator[tuple[list[str], list[tuple]]]:
     """The rows of ``table`` with ``lo < id <= hi``, by batches: (columns it has, rows)."""
     have = set(store.columns(table))
@@ -2355,7 +2269,7 @@ def _need(detect: tuple[str, ...]) -> list[str]:
 
 def _detect_table(store, table: str, detect: tuple[str, ...], lo: int = 0, hi: int | None = None) -> dict:
     found: dict[str, str] = {}
-    for cols, rows in _table_rows(store, table, _need(detect), lo=lo, hi=hi):
+    for cols, rows in table_rows(store, table, _need(detect), lo=lo, hi=hi):
         for v, k in detect_rows(table, tuple(cols), rows, detect):
             if v not in found or _kind_rank(k) < _kind_rank(found[v]):
                 found[v] = k
@@ -2437,79 +2351,3 @@ def total(counts: Counter | None) -> int:
 
 
 # -- what the store holds (agentbase secrets) ------------------------------------
-
-# The row's label column in the report, per table.
-_LABELS = {"messages": "message_uuid", "entries": "entry_uuid", "entry_revisions": "entry_uuid",
-           "sessions": "session_uuid", "tool_calls": "call_id", "parsed_files": "file_path",
-           "session_index": "session_key"}
-_SESSION_ID = {"sessions": "id", "messages": "session_id", "entries": "session_id", "entry_revisions": "session_id",
-               "tool_calls": "session_id"}
-
-
-def scan_store(store, redact_columns: dict | None = None) -> dict:
-    """Every credential the export would redact, found by reading the store
-    with the export's two passes (the same detector, the same set, the same
-    counting): ``{"total", "kinds": {kind: count}, "places": [{server, agent,
-    session, table, id, entry, column, kind, count}]}``. Values are never kept."""
-    if redact_columns is None:
-        from .export import redact_columns as columns
-
-        redact_columns = columns()
-    secrets = collect(store, redact_columns)
-    sessions = {r[0]: (r[1], r[2], r[3])
-                for r in store.query("SELECT id, server, agent_id, session_uuid FROM sessions")}
-    places: list[dict] = []
-    kinds: Counter = Counter()
-    if not secrets:
-        return {"total": 0, "kinds": {}, "places": []}
-    for table, detect in redact_columns.items():
-        have = set(store.columns(table))
-        sid = _SESSION_ID.get(table)
-        label = _LABELS.get(table, "id")
-        need = ["id"] + [c for c in (sid, label, "server", "agent_id", "content_blocks", *detect)
-                         if c and c in have and c != "id"]
-        need = list(dict.fromkeys(need))
-        for cols, rows in _table_rows(store, table, need):
-            names = tuple(cols)
-            for row in rows:
-                values = dict(zip(names, row))
-                part = tuple(c for c in names if c in detect)
-                got = redact_row(secrets, table, part, tuple(values[c] for c in part), redact_columns)
-                if got is None:
-                    continue
-                for column, counts in got[1]:
-                    server, agent, session = sessions.get(values.get(sid) if sid else None, (None, None, None))
-                    if table == "session_index" or table == "parsed_files":
-                        server, agent = values.get("server"), values.get("agent_id")
-                    # (a label may hold a value too: a file name, a session id taken from one)
-                    # (server and agent names: only by a credential-shaped value, as the export does)
-                    server, agent, session, entry = (secrets.replace(x, names=i < 2)[0] if isinstance(x, str) else x
-                                                     for i, x in enumerate((server, agent, session, values.get(label))))
-                    for kind, n in counts.items():
-                        kinds[kind] += n
-                        places.append({"server": server, "agent": agent, "session": session, "table": table,
-                                       "id": values["id"], "entry": entry, "column": column,
-                                       "kind": kind, "count": n})
-    return {"total": sum(kinds.values()), "kinds": dict(kinds.most_common()), "places": places}
-
-
-def format_findings(found: dict) -> str:
-    """The text report of :func:`scan_store`: kinds, then places."""
-    if not found["total"]:
-        return "no credentials found"
-    lines = [f"{found['total']} credentials in {len(found['places'])} places (values not shown):", ""]
-    width = max(len(k) for k in found["kinds"])
-    lines.append(f"{'kind':<{width}}  count")
-    lines += [f"{kind:<{width}}  {n:>5}" for kind, n in found["kinds"].items()]
-    lines.append("")
-    header = ("server", "agent", "session", "table.column", "id", "entry", "kind", "count")
-    from .terminal import clean  # (server, agent, session and entry come from transcripts)
-
-    table = [header] + [
-        (clean(p["server"]), clean(p["agent"]), clean(p["session"]), f"{p['table']}.{p['column']}", str(p["id"]),
-         clean(p["entry"]), p["kind"], str(p["count"]))
-        for p in found["places"]
-    ]
-    widths = [max(len(r[i]) for r in table) for i in range(len(header))]
-    lines += ["  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip() for r in table]
-    return "\n".join(lines)

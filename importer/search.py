@@ -1,5 +1,10 @@
-"""Full-text search text and queries, shared by the snapshot export and the
-Datasette plugin.
+"""Full-text search: what each snapshot row's full-text entry indexes
+(:func:`message_search_text`, :func:`tool_call_search_text`), how its text is
+cut into tokens (:func:`index_text`) and how what a user types becomes the
+matching query (:func:`fts_query`). Shared by the snapshot export, which
+indexes, and the Datasette plugin, which searches and cuts snippets: the one
+piece of code both run, so that a query is tokenized exactly as the index was
+(it imports nothing of AgentBase).
 
 SQLite's FTS5 tokenizers cannot cut Chinese into words: ``unicode61`` makes a
 whole run of Chinese characters one token, and ``trigram`` cannot match a
@@ -19,6 +24,8 @@ from __future__ import annotations
 import operator
 import re
 from array import array
+
+import orjson
 
 CJK_RANGES = (
     "\u3040-\u30ff"  # Hiragana, Katakana
@@ -113,3 +120,77 @@ def fts_query(q: str) -> str:
         phrase = '"' + " ".join(t.replace('"', '""') for t in tokens) + '"'
         phrases.append(phrase + ("*" if prefix and not CJK_RUN.search(tokens[-1]) else ""))
     return " ".join(phrases) if phrases else '""'
+
+
+# -- what is searched: the text each row's full-text entry indexes --------------------------------------------------------------------
+
+def _blocks_search_text(content, parts: list[str]) -> None:
+    if isinstance(content, str):
+        parts.append(content)
+        return
+    if not isinstance(content, list):
+        return
+    for block in content:
+        if not isinstance(block, dict):
+            continue
+        kind = block.get("type")
+        if kind == "text" and isinstance(block.get("text"), str):
+            parts.append(block["text"])
+        elif kind == "thinking" and isinstance(block.get("thinking"), str):
+            parts.append(block["thinking"])
+        elif kind == "toolCall":
+            name = block.get("name")
+            if isinstance(name, str):
+                parts.append(name)
+            _argument_text(block.get("arguments"), parts)
+        elif kind == "toolResult":
+            inner = block.get("content")
+            if isinstance(inner, str):
+                parts.append(inner)
+            elif isinstance(inner, list):
+                parts.extend(b["text"] for b in inner if isinstance(b, dict) and isinstance(b.get("text"), str))
+
+
+def _argument_text(args, parts: list[str]) -> None:
+    if isinstance(args, dict):
+        parts.extend(v if isinstance(v, str) else orjson.dumps(v).decode() for v in args.values())
+    elif args is not None:
+        parts.append(args if isinstance(args, str) else orjson.dumps(args).decode())
+
+
+def decoded_json(content_blocks: str | None):
+    if content_blocks is None:
+        return None
+    try:
+        return orjson.loads(content_blocks)
+    except orjson.JSONDecodeError:
+        return None
+
+
+def message_search_text(content_blocks: str | None, fallback: str | None, decoded=None) -> str:
+    """Everything searchable in a message: text, thinking, tool call arguments
+    and tool results (their text), in block order."""
+    if content_blocks is None:
+        return fallback or ""
+    content = decoded if decoded is not None else decoded_json(content_blocks)
+    if content is None:
+        return fallback or ""
+    parts: list[str] = []
+    _blocks_search_text(content, parts)
+    if not parts and fallback:
+        parts.append(fallback)
+    return "\n".join(parts)
+
+
+def tool_call_search_text(tool_name, command, arguments, result_preview) -> str:
+    """What tool_calls_fts indexes of a call: its tool, command, arguments' values and the start of its result."""
+    parts = [v for v in (tool_name, command) if isinstance(v, str)]
+    if isinstance(arguments, str):
+        decoded = decoded_json(arguments)
+        if decoded is None:
+            parts.append(arguments)
+        else:
+            _argument_text(decoded, parts)
+    if isinstance(result_preview, str):
+        parts.append(result_preview)
+    return "\n".join(parts)

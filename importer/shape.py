@@ -1,11 +1,13 @@
-"""The snapshot's shape, declared once as data: which archive tables it holds
-and with which columns, the local-time columns it adds, the columns whose
-transcript text is redacted, its indexes and its full-text index.
+"""The snapshot's shape, declared once as data: every table it holds (the
+archive's, with their columns, the local-time columns it adds, the columns
+whose transcript text is redacted, indexes and full-text indexes; the session
+list; the marker and its keys; the redactions), and what Datasette shows of
+each (``PAGES``: label, sort, facets, hidden columns).
 
-``export.py`` builds the snapshot from this, the Datasette plugin reads it to
-know which tables and columns hold what, and a test holds ``metadata.yml``'s
-facets and sorts against its indexes (the way github-to-sqlite declares
-``FTS_CONFIG``, ``FOREIGN_KEYS`` and ``VIEWS`` and applies them in one place).
+The export builds the snapshot from this; ``metadata.yml``'s tables section
+says the same as ``PAGES`` and tests/test_shape.py checks the two against each
+other in full, both ways (the way github-to-sqlite declares ``FTS_CONFIG``,
+``FOREIGN_KEYS`` and ``VIEWS`` as data and applies them in one place).
 """
 
 from __future__ import annotations
@@ -99,26 +101,112 @@ TABLES: dict[str, Table] = {t.name: t for t in (
 COUNT_COLUMN = "secrets_redacted"
 LOCAL_COLUMNS = (("day", "str:10"), ("local_time", "datetime"))
 
-# The snapshot's own tables.
-MARKER = "agentbase_snapshot"  # key/value facts about the snapshot; its presence marks a snapshot
+# Bump when the snapshot made from an unchanged store would differ (new columns, indexes, search
+# text, facts): a snapshot of another format is rebuilt in full. 3: generated columns,
+# tool_calls_fts, updated in place (WAL) with a state file; 4: day by date(); 5: the facts table,
+# the vocabulary's roles and messages.native_role (docs/vocabulary.md).
+FORMAT = 5
+
+# -- the snapshot's own tables -------------------------------------------------------------------
+
+# Key/value facts about the snapshot; its presence marks a file as a snapshot (the plugin looks for
+# it by this name; store/__init__.py's SNAPSHOT_TABLE, below this module, says the same).
+MARKER = "agentbase_snapshot"
+MARKER_KEYS = ("exported_at", "updated_at", "timezone", "source", "redacted", "secrets_redacted", "snapshot_id",
+               "generation", "format", "counts")
+
+# What the pages need to know of the kinds and of the shape, written by the export, read by the
+# plugin (which imports no kind): name -> a JSON value. FACT_KEYS: what each holds.
+FACTS = "agentbase_facts"
+FACTS_COLUMNS = (("name", "TEXT"), ("value", "TEXT"))
+FACT_KEYS = {
+    "shell_tools": "kind -> the tools it runs shell commands with (Source.shell_tools)",
+    "canned_queries": "name -> {query: Datasette's canned query, tables: the tables it needs rows in} "
+                      "(Source.canned_queries)",
+    "latest_day_of": "canned query -> what its latest day is the latest day with, when its day is left empty",
+    "tables": "the archive's and the kinds' tables, in copy order",
+    "views": "table -> the base table its view reads its rows from",
+    "render_columns": "blocks, json, thinking -> the columns the pages render as content blocks, "
+                      "indented JSON, long text",
+}
+
+# Where each credential the export replaced was, and how many times.
 REDACTIONS = "redactions"
-REDACTIONS_DDL = (f"CREATE TABLE {REDACTIONS} (table_name TEXT, row_id INTEGER, session_id INTEGER, "
-                  "column_name TEXT, kind TEXT, count INTEGER)")
+REDACTIONS_COLUMNS = (("table_name", "TEXT"), ("row_id", "INTEGER"), ("session_id", "INTEGER"),
+                      ("column_name", "TEXT"), ("kind", "TEXT"), ("count", "INTEGER"))
 REDACTIONS_INDEXES = (("session_id",), ("kind",), ("table_name", "row_id"))
 
+# The session browser's list (built by derived.py from the snapshot's own tables), and its full-text
+# index over the title and first prompt.
+SESSION_LIST = "session_list"
+SESSION_LIST_FTS = "session_list_fts"
+# Its columns, in order (sqlite-utils types).
+SESSION_LIST_COLUMNS: dict[str, type] = {
+    "id": int,
+    "session_uuid": str,
+    "title": str,
+    "title_from": str,
+    "first_prompt": str,
+    "agent_id": str,
+    "server": str,
+    "source": str,
+    "session_type": str,
+    "project": str,
+    "started_local": str,
+    "last_local": str,
+    "first_day": str,
+    "last_day": str,
+    "last_message_at": str,
+    "message_count": int,
+    "model_calls": int,
+    "tool_call_count": int,
+    "failed_tool_calls": int,
+    "model_errors": int,
+    "has_errors": int,
+    "has_thinking": int,
+    "total_tokens": int,
+    "cost_usd": float,
+    "priced_calls": int,
+    "unpriced_calls": int,
+}
+# Every filter of the browser, each followed by the sort key, so that a filtered page is read in order
+# from its index (SQLite walks an index backwards for DESC; the rowid, the id, breaks ties). The
+# first one also holds first_day, so a day range's end is checked on the index alone (and the id, so that
+# first_day does not stand between the sort key and the tie-break).
+SESSION_LIST_INDEXES: tuple[tuple[str, ...], ...] = (
+    ("last_message_at", "id", "first_day"),
+    ("agent_id", "last_message_at"),
+    ("server", "last_message_at"),
+    ("source", "last_message_at"),
+    ("has_errors", "last_message_at"),
+    ("has_thinking", "last_message_at"),
+)
+
 # The full-text index: a contentless FTS5 table whose rowid is messages.id,
-# over everything searchable in a message (see export.message_search_text).
+# over everything searchable in a message (see search.message_search_text).
 FTS_TABLE = "messages_fts"
-FTS_SOURCE = "messages"
 FTS_COLUMN = "body"
 # ... and tool_calls': rowid tool_calls.id, over its tool, command, arguments and result preview
-# (export.tool_call_search_text).
+# (search.tool_call_search_text).
 TOOL_FTS_TABLE = "tool_calls_fts"
 
 # What the explorer renders specially (datasette_agentbase.render).
 BLOCK_COLUMNS = frozenset({"content_blocks", "tool_calls_json"})  # content blocks
 JSON_COLUMNS = frozenset({"raw_json", "header_json", "arguments"})  # indented JSON
 THINKING_COLUMNS = frozenset({"thinking_text", "thinking"})  # long text with line breaks
+
+
+def redact_columns() -> dict[str, tuple[str, ...]]:
+    """Table -> the columns the detector reads (pass 1: every credential value
+    found in any of them goes into one set) and where its replacements are
+    counted (the redactions table): each table's ``redact`` above, and a kind's
+    tables'. Pass 2 replaces every value of the set in every text column of
+    every table, these and the rest (a message's thinking_text, tool_calls_json
+    and preview, cut from its content_blocks; a tool call's arguments, command
+    and result, copied from its messages; an entry's preview; ids and paths). A
+    message's text_preview is read and counted only when the message has no
+    content_blocks."""
+    return {name: t.redact for name, t in tables().items() if t.redact}
 
 
 def tables() -> dict[str, Table]:
@@ -302,3 +390,83 @@ def base_columns(table: str) -> list[tuple[str, str]]:
 
 def index_name(table: str, cols: tuple[str, ...]) -> str:
     return f"idx_{table}_{'_'.join(cols)}"
+
+
+# -- what Datasette shows of each table -----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Page:
+    """A table's page in Datasette: metadata.yml's entry for it says exactly this
+    (tests/test_shape.py holds the two together, in full)."""
+
+    label_column: str | None = None
+    sort_desc: str | None = None
+    # a column, or calendar(column): the day facet that lists days newest first
+    facets: tuple[str | tuple[str, str], ...] = ()
+    fts_table: str | None = None
+    fts_pk: str | None = None
+    hidden: bool = False
+    # left out of the HTML page (never of JSON or CSV) until "show all columns" (the plugin's)
+    hidden_columns: tuple[str, ...] = ()
+
+    def metadata(self) -> dict:
+        """The entry metadata.yml holds for the table (its description aside)."""
+        out: dict = {}
+        for key in ("label_column", "sort_desc"):
+            if getattr(self, key):
+                out[key] = getattr(self, key)
+        if self.facets:
+            out["facets"] = [{f[0]: f[1]} if isinstance(f, tuple) else f for f in self.facets]
+        for key in ("fts_table", "fts_pk"):
+            if getattr(self, key):
+                out[key] = getattr(self, key)
+        if self.hidden:
+            out["hidden"] = True
+        if self.hidden_columns:
+            out["plugins"] = {"datasette-agentbase": {"hidden_columns": list(self.hidden_columns)}}
+        return out
+
+
+def calendar(column: str) -> tuple[str, str]:
+    return ("calendar", column)
+
+
+# Every table a snapshot holds (and the store's bookkeeping, hidden should the store itself be
+# served), by name. A kind's own tables (Source.snapshot_tables) show with Datasette's defaults.
+PAGES: dict[str, Page] = {
+    "sessions": Page(
+        label_column="session_uuid", sort_desc="last_message_at",
+        facets=("server", "agent_id", "session_type", calendar("day")),
+        hidden_columns=("leaf_entry_id", "source_rank", "created_at", "updated_at", "version", "times_approximate",
+                        "counted_in_session_id", "parent_call_id", "provider_session_id", "header_json")),
+    "messages": Page(
+        label_column="text_preview", sort_desc="timestamp",
+        facets=("server", "agent_id", calendar("day"), "role", "first_tool_call", "model", "has_thinking", "is_error"),
+        fts_table=FTS_TABLE, fts_pk="id",
+        hidden_columns=("message_uuid", "parent_message_uuid", "created_at", "seq", "api", "tool_call_id", "is_context",
+                        "time_approximate", "usage_invalid", "calls_elsewhere", "cache_write_5m_tokens",
+                        "cache_write_1h_tokens", "tool_calls_json")),
+    "tool_calls": Page(
+        label_column="command", sort_desc="timestamp",
+        facets=("server", "agent_id", calendar("day"), "tool_name", "is_error"),
+        fts_table=TOOL_FTS_TABLE, fts_pk="id",
+        hidden_columns=("message_uuid", "call_id", "block_index", "result_message_id", "created_at")),
+    "entries": Page(
+        sort_desc="timestamp", facets=("entry_type", "custom_type", "agent_id"),
+        hidden_columns=("entry_uuid", "parent_uuid", "created_at", "seq")),
+    "entry_revisions": Page(sort_desc="replaced_at"),
+    "parsed_files": Page(
+        sort_desc="parsed_at", facets=("server", "agent_id", "status", "session_type"),
+        hidden_columns=("file_mtime_ns", "head_hash", "tail_hash", "last_entry_id", "change_token", "resume_state")),
+    "session_index": Page(facets=("server", "agent_id", "channel")),
+    SESSION_LIST: Page(label_column="title", fts_table=SESSION_LIST_FTS, fts_pk="id"),
+    SESSION_LIST_FTS: Page(hidden=True),
+    FTS_TABLE: Page(hidden=True),
+    TOOL_FTS_TABLE: Page(hidden=True),
+    VIEWS["tool_calls"]: Page(hidden=True),  # what the tool_calls view reads its rows from
+    MARKER: Page(hidden=True),
+    FACTS: Page(hidden=True),
+    REDACTIONS: Page(),
+    "_migrations": Page(hidden=True),  # the store's bookkeeping (never in a snapshot)
+}

@@ -1,6 +1,6 @@
 """The snapshot's private companion, ``<stem>-state.db`` beside it (0600).
 
-An in-place update (export.py) needs two things the served snapshot must not
+An in-place update (snapshot/update.py) needs two things the served snapshot must not
 hold: the credential values found so far (each new row is redacted with them,
 and a value found later is also taken out of the rows exported before it) and
 a hash of every archive row as it was last copied (a row is copied again only

@@ -254,11 +254,11 @@ def run_lock(path: Path, what: str = "") -> Iterator[None]:
 def export_after_sync(store: Store, config: Config) -> tuple[bool, str]:
     """Export the snapshot, unless it already shows the store as it is now:
     (True, its summary) or (False, the error)."""
-    from .export import export_snapshot
+    from .snapshot import export_snapshot
 
     output = str(Path(config.snapshot).expanduser()) if config.snapshot else None  # None: its default
     try:
-        result = export_snapshot(store, output, timezone=config.timezone, if_changed=True)
+        result = export_snapshot(store, output, timezone=config.timezone)
     except StoreError as exc:
         return False, f"snapshot not written: {exc}"
     except OSError as exc:

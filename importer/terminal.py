@@ -15,8 +15,8 @@ from a transcript goes through :func:`clean` before it is printed:
   what is shown) become ``�`` (U+FFFD): visible, inert.
 
 :func:`json_text` is JSON for the terminal: orjson escapes the C0 controls already; DEL, the
-C1 controls and the line and paragraph separators are escaped too (``\\u009b``), so the document is
-the same and nothing in it is a control.
+C1 controls, the line and paragraph separators and the bidirectional overrides are escaped too
+(``\\u009b``), so the document is the same and nothing in it is a control.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ _SEQUENCE = re.compile(
 )
 _BREAK = re.compile(r"[\t\n\r\x0b\x0c\x85\u2028\u2029]+")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
-_JSON_UNSAFE = re.compile(r"[\x7f-\x9f\u2028\u2029]")
+_JSON_UNSAFE = re.compile(r"[\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 
 
 def clean(text) -> str:
@@ -45,5 +45,5 @@ def clean(text) -> str:
 
 
 def json_text(document: str) -> str:
-    """A JSON document (orjson's output) with DEL, C1 controls and U+2028/U+2029 escaped."""
+    """A JSON document (orjson's output) with DEL, C1 controls, U+2028/U+2029 and bidi overrides escaped."""
     return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", document)

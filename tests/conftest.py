@@ -53,3 +53,117 @@ def mariadb_url(mariadb_server):
     mariadb_server.ping()
     with mariadb_server.cursor() as cur:
         cur.execute(f"DROP DATABASE IF EXISTS `{name}`")
+
+
+# -- agentbase serve, on a loopback port ---------------------------------------------------------------
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Served:
+    """`python -m importer serve SNAPSHOT --port P [args]` started on a free loopback port, answering
+    (``ready`` gave a 200) when made; ``stop()`` ends it. ``env`` adds to (a None value removes from)
+    the environment; ``output``: (stdout, stderr) file paths instead of nothing and a pipe."""
+
+    def __init__(self, snapshot: Path, *args: str, env: dict | None = None, ready: str = "/-/versions.json",
+                 output: tuple[Path, Path] | None = None, timeout: float = 60):
+        import subprocess
+        import time
+
+        self.port = free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        full_env = dict(os.environ)
+        for key, value in (env or {}).items():
+            if value is None:
+                full_env.pop(key, None)
+            else:
+                full_env[key] = value
+        command = [sys.executable, "-m", "importer", "serve", str(snapshot), "--port", str(self.port), *args]
+        self.output = output
+        if output:
+            with open(output[0], "w") as out, open(output[1], "w") as err:
+                self.proc = subprocess.Popen(command, cwd=REPO, env=full_env, stdout=out, stderr=err)
+        else:
+            self.proc = subprocess.Popen(command, cwd=REPO, env=full_env, stdout=subprocess.DEVNULL,
+                                         stderr=subprocess.PIPE, text=True)
+        self.pid = self.proc.pid
+        deadline = time.time() + timeout
+        while True:
+            if self.proc.poll() is not None:
+                pytest.fail(f"agentbase serve exited: {self.errors()[-800:]}")
+            try:
+                if self.request("GET", ready)[0] == 200:
+                    break
+            except OSError:
+                pass
+            if time.time() > deadline:
+                self.stop()
+                pytest.fail(f"agentbase serve did not answer within {timeout:.0f} s")
+            time.sleep(0.1)
+
+    def errors(self) -> str:
+        """What the server wrote to stderr (once it has stopped, when piped)."""
+        if self.output:
+            return Path(self.output[1]).read_text(errors="replace")
+        return self.proc.stderr.read() if self.proc.poll() is not None else ""
+
+    def request(self, method: str, path: str, body: dict | None = None, headers: dict | None = None, *,
+                source: str = "127.0.0.1", cookies: dict | None = None, sent=None, timeout: float = 10):
+        """(status, headers, text, seconds): one request on a new connection from ``source`` (a loopback
+        address); ``body``: a form; ``sent``: an event set once the request is sent."""
+        import http.client
+        import time
+        from urllib.parse import urlencode
+
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout, source_address=(source, 0))
+        try:
+            conn.connect()
+            given = dict(headers or {})
+            if body is not None:
+                given["Content-Type"] = "application/x-www-form-urlencoded"
+            if cookies:
+                given["Cookie"] = "; ".join(f"{k}={v}" for k, v in cookies.items())
+            started = time.perf_counter()
+            conn.request(method, path, body=urlencode(body) if body is not None else None, headers=given)
+            if sent is not None:
+                sent.set()
+            response = conn.getresponse()
+            text = response.read().decode("utf-8", "replace")
+            return response.status, response.headers, text, time.perf_counter() - started
+        finally:
+            conn.close()
+
+    def stop(self) -> None:
+        import subprocess
+
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+
+
+def serving(snapshot: Path, *args: str, **kw):
+    """`agentbase serve SNAPSHOT [args]` for the length of a ``with`` block: yields the :class:`Served`
+    (``.base`` its URL), stopped at the end whatever happens."""
+    import contextlib
+
+    @contextlib.contextmanager
+    def run():
+        server = Served(snapshot, *args, **kw)
+        try:
+            yield server
+        finally:
+            server.stop()
+
+    return run()

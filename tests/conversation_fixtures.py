@@ -216,7 +216,7 @@ def claude_tree(root: Path) -> Path:
 def build_kinds_snapshot(tmp: Path, name: str = "snapshot.db") -> tuple[Path, dict]:
     """Import one tree of each kind, export (Asia/Shanghai); returns the snapshot and the ids of
     the sessions the tests look at (``sessions.id`` by name)."""
-    from importer.export import export_snapshot
+    from importer.snapshot import export_snapshot
     from importer.store import open_store
 
     tmp.mkdir(parents=True, exist_ok=True)

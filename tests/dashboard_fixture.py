@@ -12,7 +12,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import codex_fixtures as CF
-from importer.export import export_snapshot
+from importer.snapshot import export_snapshot
 from importer.store import open_store
 from transcripts import Chain, do_import, exec_call, header, sessions_dir, write
 

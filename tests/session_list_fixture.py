@@ -17,7 +17,7 @@ import agent_server_fixture as AF
 import claude_code_fixtures as CC
 import codex_fixtures as CF
 import mini_openclaw_fixtures as MF
-from importer.export import export_snapshot
+from importer.snapshot import export_snapshot
 from importer.store import open_store
 from transcripts import Chain, do_import, exec_call, header, sessions_dir, write
 

@@ -25,7 +25,7 @@ import importer_check as ic  # noqa: E402
 from transcripts import CONTENT_TABLES, do_import, dump, dump_store, rows, scalar  # noqa: E402
 
 from importer import search  # noqa: E402
-from importer.export import export_snapshot  # noqa: E402
+from importer.snapshot import export_snapshot  # noqa: E402
 from importer.sources import agent_server as A  # noqa: E402
 from importer.sources import discover  # noqa: E402
 from importer.store import open_store  # noqa: E402

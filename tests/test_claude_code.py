@@ -407,7 +407,7 @@ def test_samples_incremental_reads_equal_one_read(samples, tmp_path):
 
 
 def test_samples_render_in_the_conversation_view(samples, tmp_path):
-    from importer.export import export_snapshot
+    from importer.snapshot import export_snapshot
     from test_explorer import Site
 
     archive = tmp_path / "archive.db"
@@ -1037,7 +1037,7 @@ def test_costs_computed_recorded_unpriced_and_the_cache_lifetimes(tmp_path):
 
 
 def test_the_conversation_view_renders_claude_code_blocks(tmp_path):
-    from importer.export import export_snapshot
+    from importer.snapshot import export_snapshot
     from test_explorer import PNG_1PX, Site
 
     c = Conv()

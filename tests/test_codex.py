@@ -822,7 +822,7 @@ def test_reasoning_encrypted_and_readable(tmp_path):
     # nothing of the ciphertext reaches the snapshot's search index
     store = open_store(f"sqlite:///{db}")
     try:
-        from importer.export import export_snapshot
+        from importer.snapshot import export_snapshot
 
         export_snapshot(store, tmp_path / "snap.db")
     finally:
@@ -999,7 +999,7 @@ def test_the_conversation_page_renders_a_codex_session(tmp_path):
     from datasette.app import Datasette
     import asyncio
 
-    from importer.export import export_snapshot
+    from importer.snapshot import export_snapshot
 
     r = F.conversation(turns=2)
     db = tmp_path / "t.db"

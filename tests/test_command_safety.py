@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import free_port
 from transcripts import SID, conversation, sessions_dir, write
 
 REPO = Path(__file__).resolve().parents[1]
@@ -318,12 +319,6 @@ def test_a_read_only_command_on_an_empty_mariadb_database_creates_no_tables(tmp_
 
 # -- serve ----------------------------------------------------------------------------------------------
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.mark.parametrize("kind", ["text file", "archive store", "folder", "fifo", "device", "other sqlite",
                                   "dangling link", "link to a text file"])
 def test_serve_refuses_what_is_not_a_snapshot_before_serving(tmp_path, archive, built, kind):
@@ -336,7 +331,7 @@ def test_serve_refuses_what_is_not_a_snapshot_before_serving(tmp_path, archive, 
     else:
         _kinds(tmp_path, built, archive)[kind](target)
     before = fingerprint(target)
-    port = _free_port()
+    port = free_port()
     try:
         proc = run("serve", target, "--port", port, env=isolated(tmp_path), timeout=30)
     except subprocess.TimeoutExpired:

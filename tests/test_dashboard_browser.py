@@ -10,16 +10,13 @@ Without Chromium the tests are skipped with a message; under CI=true that is a f
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import time
-import urllib.request
 from urllib.parse import parse_qsl, urlsplit
 
 import pytest
 
 import dashboard_fixture as DF
-from test_explorer_browser import REPO, _free_port, artifact_dir, browser  # noqa: F401 (browser: a fixture)
+from conftest import serving
+from test_explorer_browser import artifact_dir, browser  # noqa: F401 (browser: a fixture)
 
 PAYLOAD_FLAGS = ["__xss_agent", "__xss_model"]
 
@@ -28,32 +25,8 @@ PAYLOAD_FLAGS = ["__xss_agent", "__xss_model"]
 def served(tmp_path_factory):
     """`agentbase serve SNAPSHOT` on a free loopback port; yields its base URL once the dashboard answers."""
     snapshot = DF.build(tmp_path_factory.mktemp("dashboard-browser"))
-    port = _free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "importer", "serve", str(snapshot), "--port", str(port)],
-                            cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.time() + 60
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"agentbase serve exited: {proc.stderr.read()[-800:]}")
-            try:
-                with urllib.request.urlopen(base + "/-/agentbase", timeout=5) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.time() > deadline:
-                pytest.fail("agentbase serve did not answer within 60 s")
-            time.sleep(0.2)
-        yield base
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+    with serving(snapshot, ready="/-/agentbase") as server:
+        yield server.base
 
 
 def full_page_screenshot(driver, name: str):

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import Served
 from test_explorer import REPO, build_snapshot
 
 PASSWORD = "door-test password 8"
@@ -33,65 +34,19 @@ def snapshot(tmp_path_factory) -> Path:
     return build_snapshot(tmp_path_factory.mktemp("door"))
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Serve:
-    """`python -m importer serve SNAPSHOT --port P [args]` until stopped."""
+class Serve(Served):
+    """`python -m importer serve SNAPSHOT --port P [args]` (with the password, unless told) until stopped."""
 
     def __init__(self, snapshot: Path, tmp: Path, *args: str, password: bool = True, env: dict | None = None):
-        self.port = _free_port()
-        full_env = {**os.environ, "AGENTBASE_CONFIG": str(tmp / "no-config.yml"), **(env or {})}
-        command = [sys.executable, "-m", "importer", "serve", str(snapshot), "--port", str(self.port), *args]
+        full_env = {"AGENTBASE_CONFIG": str(tmp / "no-config.yml"), **(env or {})}
         if password:
             full_env[VAR] = PASSWORD
-            command += ["--password-env", VAR]
-        self.proc = subprocess.Popen(command, cwd=REPO, env=full_env, stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.PIPE, text=True)
-        deadline = time.time() + 60
-        while True:
-            try:
-                if self.request("GET", "/-/agentbase/agentbase.css")[0] == 200:
-                    break
-            except OSError:
-                if self.proc.poll() is not None or time.time() > deadline:
-                    self.stop()
-                    raise RuntimeError("agentbase serve did not start: " + self.proc.stderr.read()[-500:])
-                time.sleep(0.1)
-
-    def request(self, method: str, path: str, body: dict | None = None, headers: dict | None = None,
-                timeout: float = 10):
-        """(status, headers, text, seconds): one request on a new connection from 127.0.0.1."""
-        import http.client
-        from urllib.parse import urlencode
-
-        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
-        try:
-            sent = dict(headers or {})
-            if body is not None:
-                sent["Content-Type"] = "application/x-www-form-urlencoded"
-            started = time.perf_counter()
-            conn.request(method, path, body=urlencode(body) if body is not None else None, headers=sent)
-            response = conn.getresponse()
-            text = response.read().decode("utf-8", "replace")
-            return response.status, response.headers, text, time.perf_counter() - started
-        finally:
-            conn.close()
+            args = (*args, "--password-env", VAR)
+        super().__init__(snapshot, *args, env=full_env, ready="/-/static-plugins/agentbase/agentbase.css")
 
     def guess(self, forwarded_for: str | None, password: str = "a wrong password"):
         headers = {"X-Forwarded-For": forwarded_for} if forwarded_for else {}
         return self.request("POST", "/-/agentbase/login", {"password": password}, headers)
-
-    def stop(self):
-        self.proc.terminate()
-        try:
-            self.proc.wait(10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(10)
 
 
 @pytest.fixture
@@ -177,7 +132,7 @@ PAGES = ["/", "/snapshot", "/snapshot/messages", "/snapshot/messages/1", "/snaps
          "/snapshot/messages?_sort=content_blocks%20desc"]
 DATA = ["/.json", "/snapshot/messages.json", "/snapshot/messages.csv", "/snapshot/exec_commands.json?_shape=array",
         "/-/versions.json", "/snapshot/messages.json?_sort=nope", "/-/static/app.css", "/-/static/table.js",
-        "/-/agentbase/agentbase.css", "/-/agentbase/agentbase.js", "/-/agentbase/session/1.md",
+        "/-/static-plugins/agentbase/agentbase.css", "/-/static-plugins/agentbase/agentbase.js", "/-/agentbase/session/1.md",
         "/-/agentbase/session/1.json", "/-/agentbase/login"]
 
 
@@ -364,7 +319,8 @@ def test_pages_run_under_the_policy_in_a_browser(snapshot):
     import shutil
     import tempfile
 
-    from test_explorer_browser import CHROMEDRIVER, CHROMIUM, FLAGS, _missing, serving
+    from conftest import serving
+    from test_explorer_browser import CHROMEDRIVER, CHROMIUM, FLAGS, _missing
 
     if not (os.path.exists(CHROMIUM) and os.path.exists(CHROMEDRIVER)):
         _missing(f"Chromium not installed ({CHROMIUM}, {CHROMEDRIVER})")
@@ -395,9 +351,9 @@ def test_pages_run_under_the_policy_in_a_browser(snapshot):
         "/snapshot/messages?_sort=content_blocks%20desc": "return document.body.innerText.includes('_sort_desc=content_blocks')",
     }
     try:
-        with serving(snapshot) as base:
+        with serving(snapshot) as server:
             for path, script in checks.items():
-                driver.get(base + path)
+                driver.get(server.base + path)
                 time.sleep(0.3)
                 assert driver.execute_script(script), path
                 logs = driver.get_log("browser")

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from importer.export import export_snapshot
+from importer.snapshot import export_snapshot
 from importer.store import open_store
 from transcripts import Chain, exec_call, header, sessions_dir, write, do_import
 
@@ -496,7 +496,7 @@ def test_dashboard(site):
     assert not re.search(r'src="(?:https?:)?//', html) and not re.search(r'<link[^>]+href="(?:https?:)?//', html)
     beta = site.get("/-/agentbase?server=beta&days=7").text
     assert "<title>2026-04-06 · ops: 6</title>" in beta and "· main:" not in beta
-    assert site.get("/-/agentbase/agentbase.css").status_code == 200
+    assert site.get("/-/static-plugins/agentbase/agentbase.css").status_code == 200
 
 
 # -- serving -------------------------------------------------------------------------------------------
@@ -879,9 +879,9 @@ def test_session_page_links_its_exports_and_script(kinds):
     html = site.get(f"/-/agentbase/session/{sid}").text
     for ext in ("json", "md", "html"):
         assert f'href="/-/agentbase/session/{sid}.{ext}"' in html
-    assert '<script src="/-/agentbase/agentbase.js" defer></script>' in html
+    assert '<script src="/-/static-plugins/agentbase/agentbase.js" defer></script>' in html
     assert '<div class="ab-toolbar" hidden>' in html  # shown by the script; the page reads without it
-    js = site.get("/-/agentbase/agentbase.js")
+    js = site.get("/-/static-plugins/agentbase/agentbase.js")
     assert js.status_code == 200 and js.headers["content-type"].startswith("text/javascript")
     assert "innerHTML" not in js.text and "fetch(" not in js.text and "http" not in js.text
     everything = site.get(f"/-/agentbase/session/{sid}?all=1").text
@@ -1021,7 +1021,7 @@ def test_exports_need_the_login(snapshot, monkeypatch):
         else:
             assert r.status_code == 302 and r.headers["location"] == "/-/agentbase/login?next=" + quote(path, safe="")
         assert "__xss" not in r.text and "cccccccc" not in r.text
-    assert locked.get("/-/agentbase/agentbase.js").status_code == 200  # the script holds no data
+    assert locked.get("/-/static-plugins/agentbase/agentbase.js").status_code == 200  # the script holds no data
     assert locked.login().status_code == 302
     for ext in ("json", "md", "html"):
         r = locked.get(f"/-/agentbase/session/3.{ext}")
@@ -1110,7 +1110,7 @@ def test_real_samples_render_quietly(tmp_path):
     the view and the three exports answer, and no transcript text becomes markup."""
     import os
 
-    from importer.export import export_snapshot
+    from importer.snapshot import export_snapshot
     from importer.store import open_store
     from test_codex import SAMPLE_PATHS as CODEX_PATHS
     from transcripts import do_import

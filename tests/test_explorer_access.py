@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import Served
 from test_explorer import REPO, build_snapshot, link
 
 PASSWORD = "tr0ub4dor & 3 部署"  # spaces, an ampersand and Chinese: form-encoded on the way in
@@ -104,7 +105,7 @@ def test_login_page_itself_and_the_stylesheet_are_open(locked):
     assert page.status_code == 200 and 'type="password"' in page.text and 'method="post"' in page.text
     assert 'name="next" value="/snapshot"' in page.text
     assert "aaaaaaaa" not in page.text and "snapshot/messages" not in page.text  # no data, no table list
-    assert locked.get("/-/agentbase/agentbase.css").status_code == 200
+    assert locked.get("/-/static-plugins/agentbase/agentbase.css").status_code == 200
 
 
 def test_wrong_password_is_refused_slowly(locked):
@@ -239,7 +240,7 @@ def test_checking_a_password_does_not_hold_up_other_requests(locked):
 
         async def page():
             await asyncio.sleep(0.01)
-            r = await locked.ds.client.get("/-/agentbase/agentbase.css")
+            r = await locked.ds.client.get("/-/static-plugins/agentbase/agentbase.css")
             return r, time.perf_counter()
 
         ticker = asyncio.create_task(tick())
@@ -349,63 +350,16 @@ def test_the_table_of_sessions_is_bounded():
 
 # -- the door over real HTTP: `agentbase serve`, clients from several loopback addresses ------------------
 
-class Server:
-    """`python -m importer serve SNAPSHOT --password-env VAR` on a free port of 127.0.0.1."""
+class Server(Served):
+    """`agentbase serve SNAPSHOT --password-env VAR` (no Datasette secret given), answering requests from any
+    loopback address."""
 
     def __init__(self, snapshot: Path, tmp: Path):
-        import os
-        import socket
-
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            self.port = s.getsockname()[1]
-        env = {**os.environ, VAR: PASSWORD, "AGENTBASE_CONFIG": str(tmp / "no-config.yml")}
-        env.pop("DATASETTE_SECRET", None)
-        self.proc = subprocess.Popen([sys.executable, "-m", "importer", "serve", str(snapshot), "--password-env",
-                                      VAR, "--port", str(self.port)], cwd=REPO, env=env,
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        deadline = time.time() + 30
-        while True:
-            try:
-                if self.request("GET", "/-/agentbase/login")[0] == 200:
-                    break
-            except OSError:
-                if self.proc.poll() is not None or time.time() > deadline:
-                    self.stop()
-                    raise RuntimeError("agentbase serve did not start: " + self.proc.stderr.read()[-500:])
-                time.sleep(0.1)
-
-    def request(self, method: str, path: str, source: str = "127.0.0.1", body: dict | None = None,
-                cookies: dict | None = None, sent=None, timeout: float = 10):
-        """(status, headers, text, seconds): one request on a new connection from `source`."""
-        import http.client
-        from urllib.parse import urlencode
-
-        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout, source_address=(source, 0))
-        try:
-            conn.connect()
-            headers = {"Content-Type": "application/x-www-form-urlencoded"} if body is not None else {}
-            if cookies:
-                headers["Cookie"] = "; ".join(f"{k}={v}" for k, v in cookies.items())
-            started = time.perf_counter()
-            conn.request(method, path, body=urlencode(body) if body is not None else None, headers=headers)
-            if sent is not None:
-                sent.set()
-            response = conn.getresponse()
-            text = response.read().decode("utf-8", "replace")
-            return response.status, response.headers, text, time.perf_counter() - started
-        finally:
-            conn.close()
+        super().__init__(snapshot, "--password-env", VAR, ready="/-/agentbase/login", timeout=30,
+                         env={VAR: PASSWORD, "AGENTBASE_CONFIG": str(tmp / "no-config.yml"), "DATASETTE_SECRET": None})
 
     def login(self, source: str, password: str = PASSWORD, **kw):
-        return self.request("POST", "/-/agentbase/login", source, {"password": password}, **kw)
-
-    def stop(self):
-        self.proc.terminate()
-        try:
-            self.proc.wait(10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
+        return self.request("POST", "/-/agentbase/login", {"password": password}, source=source, **kw)
 
 
 def _cookie(headers, name: str) -> str | None:

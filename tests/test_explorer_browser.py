@@ -13,13 +13,9 @@ Without Chromium the test is skipped with a message; under CI=true that is a fai
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import shutil
-import socket
-import subprocess
-import sys
 import tempfile
 import time
 import urllib.request
@@ -27,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import serving
 from conversation_fixtures import PAYLOAD_FLAGS as KIND_PAYLOAD_FLAGS
 from conversation_fixtures import build_kinds_snapshot
 from test_explorer import SID_C, build_snapshot
@@ -47,57 +44,20 @@ def _missing(message: str):
     pytest.skip(message)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@contextlib.contextmanager
-def serving(snapshot: Path):
-    """`agentbase serve SNAPSHOT` on a free loopback port; yields its base URL."""
-    port = _free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "importer", "serve", str(snapshot), "--port", str(port)],
-                            cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.time() + 60
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"agentbase serve exited: {proc.stderr.read()[-800:]}")
-            try:
-                with urllib.request.urlopen(base + "/-/versions.json", timeout=5) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.time() > deadline:
-                pytest.fail("agentbase serve did not answer within 60 s")
-            time.sleep(0.2)
-        yield base
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
-
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
     """`agentbase serve` on the explorer tests' snapshot; yields its base URL."""
     snapshot = build_snapshot(tmp_path_factory.mktemp("browser"))
-    with serving(snapshot) as base:
-        yield base
+    with serving(snapshot) as server:
+        yield server.base
 
 
 @pytest.fixture(scope="module")
 def served_kinds(tmp_path_factory):
     """`agentbase serve` on a snapshot of every source kind; yields (base URL, the sessions' ids)."""
     snapshot, ids = build_kinds_snapshot(tmp_path_factory.mktemp("browser-kinds"))
-    with serving(snapshot) as base:
-        yield base, ids
+    with serving(snapshot) as server:
+        yield server.base, ids
 
 
 @pytest.fixture(scope="module")
@@ -574,37 +534,13 @@ def served_locked(tmp_path_factory):
     (base URL, the server's pid, its private temporary folder, its output files)."""
     work = tmp_path_factory.mktemp("browser-locked")
     snapshot = build_snapshot(work)
-    port = _free_port()
     tmp = work / "tmp"
     tmp.mkdir()
     out, err = work / "stdout.txt", work / "stderr.txt"
-    env = {**os.environ, LOGIN_VAR: LOGIN_PASSWORD, "TMPDIR": str(tmp), "AGENTBASE_CONFIG": str(work / "none.yml")}
-    with open(out, "w") as fout, open(err, "w") as ferr:
-        proc = subprocess.Popen([sys.executable, "-m", "importer", "serve", str(snapshot), "--port", str(port),
-                                 "--password-env", LOGIN_VAR], cwd=REPO, stdout=fout, stderr=ferr, env=env)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.time() + 60
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"agentbase serve exited: {err.read_text()[-800:]}")
-            try:
-                with urllib.request.urlopen(base + "/-/agentbase/login", timeout=5) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.time() > deadline:
-                pytest.fail("agentbase serve did not answer within 60 s")
-            time.sleep(0.2)
-        yield base, proc.pid, tmp, (out, err)
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+    env = {LOGIN_VAR: LOGIN_PASSWORD, "TMPDIR": str(tmp), "AGENTBASE_CONFIG": str(work / "none.yml")}
+    with serving(snapshot, "--password-env", LOGIN_VAR, env=env, ready="/-/agentbase/login",
+                 output=(out, err)) as server:
+        yield server.base, server.pid, tmp, (out, err)
 
 
 def test_login_in_chromium(served_locked, browser):

@@ -74,7 +74,7 @@ def kinds(tmp_path_factory):
     for server, where in (("alpha", alpha), ("beta", beta), ("laptop", pi), ("laptop", claude), ("laptop", codex),
                           ("laptop", mini), ("gateway", tmp / "agent-server")):
         do_import(archive, where, server=server)
-    from importer.export import export_snapshot
+    from importer.snapshot import export_snapshot
     from importer.store import open_store
 
     store = open_store(f"sqlite:///{archive}")
@@ -141,6 +141,60 @@ def test_the_shell_function_in_any_query(kinds_site):
                 "agentbase_is_shell('claude-code', 'Bash') AS c, agentbase_is_shell(NULL, NULL) AS d")
     r = kinds_site.get(f"/snapshot.json?_shape=array&sql={sql}")
     assert r.json() == [{"a": 1, "b": 0, "c": 1, "d": 0}]
+
+
+def test_the_snapshot_holds_each_kinds_shell_tools_and_the_pages_read_them_there(kinds, tmp_path):
+    from importer.sources import all_sources
+
+    conn = sqlite3.connect(kinds[1])
+    facts = {name: json.loads(value) for name, value in conn.execute(f"SELECT name, value FROM {shape.FACTS}")}
+    conn.close()
+    assert set(facts) == set(shape.FACT_KEYS)
+    declared: dict[str, set] = {}
+    for source in all_sources():
+        declared.setdefault(source.kind, set()).update(source.shell_tools)
+    assert {k: set(v) for k, v in facts["shell_tools"].items()} == declared
+    assert all(tools <= declared[kind] for kind, tools in SHELL_TOOLS.items())  # (written out above)
+    assert facts["latest_day_of"] == {"audit_log": "an audit log entry"}
+    # a snapshot whose facts say otherwise is served by what it says: codex's exec_command is no shell tool
+    # there, and the agent-server's audit log query is not offered
+    copy = tmp_path / "snapshot.db"
+    shutil.copy(kinds[1], copy)
+    conn = sqlite3.connect(copy)
+    facts["shell_tools"]["codex"] = ["local_shell"]
+    conn.execute(f"UPDATE {shape.FACTS} SET value = ? WHERE name = 'shell_tools'", (json.dumps(facts["shell_tools"]),))
+    conn.execute(f"UPDATE {shape.FACTS} SET value = '{{}}' WHERE name = 'canned_queries'")
+    conn.commit()
+    conn.close()
+    changed = Site(copy)
+    sql = quote("SELECT agentbase_is_shell('codex', 'exec_command') AS a, agentbase_is_shell('codex', 'local_shell') AS b")
+    assert changed.get(f"/snapshot.json?_shape=array&sql={sql}").json() == [{"a": 0, "b": 1}]
+    assert changed.get("/snapshot/audit_log").status_code == 404
+    assert Site(kinds[1]).get("/snapshot/audit_log").status_code == 200
+
+
+def test_the_plugin_imports_no_kind_and_no_export(kinds):
+    """Serving a snapshot's pages loads nothing of the importer but its search text (importer.search) and
+    the shape's names (importer.shape, through datasette_agentbase/facts.py)."""
+    script = f"""
+import asyncio, sys
+from datasette.app import Datasette
+from datasette_agentbase.serve import load_metadata
+from pathlib import Path
+snapshot = Path({str(kinds[1])!r})
+ds = Datasette([str(snapshot)], metadata=load_metadata(snapshot), template_dir={str(REPO / "templates")!r})
+asyncio.run(ds.invoke_startup())
+for path in ("/", "/-/agentbase", "/-/agentbase/session/1", "/-/agentbase/session/1.md", "/snapshot/messages",
+             "/snapshot/tool_calls?_search=echo", "/snapshot/exec_commands", "/snapshot/audit_log",
+             "/snapshot/messages.json?_search=hi"):
+    r = asyncio.run(ds.client.get(path))
+    assert r.status_code == 200, (path, r.status_code)
+print(sorted(m for m in sys.modules if m == "importer" or m.startswith("importer.")))
+"""
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, cwd=REPO)
+    assert out.returncode == 0, out.stderr[-2000:]
+    loaded = set(json.loads(out.stdout.strip().splitlines()[-1].replace("'", '"')))
+    assert loaded <= {"importer", "importer.search", "importer.shape", "importer.schema"}, loaded
 
 
 def test_source_narrows_every_query(kinds_site):

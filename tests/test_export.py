@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from importer.export import export_snapshot
+from importer.snapshot import export_snapshot
 from importer.search import fts_query
 from importer.store import StoreError, open_store
 from transcripts import CONTENT_TABLES, SID, Chain, exec_call, header, sessions_dir, write
@@ -218,7 +218,7 @@ def _if_changed_cycle(tmp_path: Path, url: str) -> None:
     def export(**kw) -> "object":
         store = open_store(url)
         try:
-            return export_snapshot(store, out, if_changed=True, **kw)
+            return export_snapshot(store, out, **kw)
         finally:
             store.close()
 
@@ -255,7 +255,7 @@ def _if_changed_cycle(tmp_path: Path, url: str) -> None:
     assert cli("import", str(corpus(tmp_path / "other")), "--server", "o", "--db", other).returncode == 0
     store = open_store(other)
     try:
-        assert not export_snapshot(store, out, timezone="Europe/Berlin", if_changed=True).unchanged
+        assert not export_snapshot(store, out, timezone="Europe/Berlin").unchanged
     finally:
         store.close()
 

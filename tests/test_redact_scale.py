@@ -28,7 +28,7 @@ import pytest
 import re2
 
 from importer import redact as R
-from importer.export import export_snapshot
+from importer.snapshot import export_snapshot
 from importer.store import open_store
 from transcripts import Chain, do_import, exec_call, header, sessions_dir, write
 

@@ -22,7 +22,7 @@ from transcripts import Chain, do_import, header, sessions_dir, write  # noqa: E
 
 from importer import parser as P  # noqa: E402
 from importer import redact as R  # noqa: E402
-from importer.export import export_snapshot  # noqa: E402
+from importer.snapshot import export_snapshot  # noqa: E402
 from importer.store import open_store  # noqa: E402
 
 AN = string.ascii_letters + string.digits

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from importer.export import export_snapshot
+from importer.snapshot import export_snapshot
 from importer.redact import looks_secret, redact_json, redact_text
 from importer.store import open_store
 from transcripts import SID, Chain, do_import, exec_call, header, sessions_dir, write

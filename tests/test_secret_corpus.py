@@ -285,7 +285,7 @@ def test_a_value_found_late_is_gone_from_an_earlier_message(tmp_path):
     from message 3: pass 1 reads everything before pass 2 writes anything."""
     from transcripts import Chain, do_import, header, sessions_dir, write
 
-    from importer.export import export_snapshot
+    from importer.snapshot import export_snapshot
     from importer.store import open_store
 
     v = C.fake(random.Random(4), C.AN, 26)

@@ -14,10 +14,6 @@ CI=true that is a failure.
 from __future__ import annotations
 
 import sqlite3
-import subprocess
-import sys
-import time
-import urllib.request
 from urllib.parse import parse_qsl, urlsplit
 
 import pytest
@@ -25,7 +21,8 @@ import pytest
 import session_list_fixture as SF
 from importer import derived
 from test_dashboard_browser import click_and_wait, full_page_screenshot
-from test_explorer_browser import REPO, _free_port, browser  # noqa: F401 (browser: a fixture)
+from conftest import serving
+from test_explorer_browser import browser  # noqa: F401 (browser: a fixture)
 from test_sessions_page import matches
 
 PAYLOAD_FLAGS = ["__xss_label", "__xss_prompt", "__xss_agent"]
@@ -51,32 +48,8 @@ def every(built) -> list[dict]:
 @pytest.fixture(scope="module")
 def served(built):
     """`agentbase serve SNAPSHOT` on a free loopback port; yields its base URL once the home page answers."""
-    port = _free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "importer", "serve", str(built), "--port", str(port)],
-                            cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.time() + 60
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"agentbase serve exited: {proc.stderr.read()[-800:]}")
-            try:
-                with urllib.request.urlopen(base + "/", timeout=5) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.time() > deadline:
-                pytest.fail("agentbase serve did not answer within 60 s")
-            time.sleep(0.2)
-        yield base
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+    with serving(built, ready="/") as server:
+        yield server.base
 
 
 def query(url: str) -> dict:

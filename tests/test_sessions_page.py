@@ -160,6 +160,14 @@ def test_the_home_page(site, every):
     assert site.get(f"/-/agentbase/session/{first['id']}").status_code == 200
     # the same page under its own path
     assert page_ids(site.get("/-/agentbase/sessions").text) == page_ids(text)
+    # its stylesheets are the plugin's static files, served by Datasette itself (the plugin has no route
+    # of its own for them any more)
+    links = re.findall(r'<link rel="stylesheet" href="([^"]+)"', text)
+    assert {"/-/static-plugins/agentbase/agentbase.css", "/-/static-plugins/agentbase/sessions.css"} <= set(links)
+    for href in links:
+        css = site.get(href)
+        assert css.status_code == 200 and css.headers["content-type"].startswith("text/css"), href
+    assert site.get("/-/agentbase/sessions.css").status_code == 404
     # the filters' choices come from the snapshot
     agents = re.search(r'<select name="agent">(.*?)</select>', text, re.S).group(1)
     assert {"main", "ops", "codex", "claude-code", "pi"} <= set(map(htmlmod.unescape, re.findall(

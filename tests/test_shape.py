@@ -9,9 +9,10 @@ from pathlib import Path
 
 import yaml
 
-from importer import derived, shape
-from importer.export import export_snapshot
+from importer import shape
+from importer.snapshot import export_snapshot
 from importer.pipeline import run_import
+from importer.sources import all_sources
 from importer.store import open_store
 
 from transcripts import Chain, header, sessions_dir, write
@@ -41,11 +42,47 @@ def test_every_facet_and_sort_of_the_metadata_has_an_index():
     assert not missing, f"facets/sorts without an index: {missing}"
 
 
-def test_metadata_names_only_tables_the_snapshot_has():
-    own = set(shape.TABLES) | {shape.FTS_TABLE, shape.TOOL_FTS_TABLE, shape.MARKER, shape.REDACTIONS, "_migrations"}
-    own |= {derived.TABLE, derived.FTS}  # the derived tables (importer/derived.py)
-    own |= set(shape.VIEWS.values())  # the tables views read their rows from
-    assert set(_metadata_tables()) <= own
+def _snapshot_columns(table: str) -> set[str]:
+    if table in shape.tables():
+        return {c for c, _ in shape.columns(table)}
+    if table == shape.SESSION_LIST:
+        return set(shape.SESSION_LIST_COLUMNS)
+    if table == shape.REDACTIONS:
+        return {c for c, _ in shape.REDACTIONS_COLUMNS}
+    return set()
+
+
+def test_metadata_tables_say_what_shape_declares_in_full():
+    """metadata.yml's tables section is checked against shape.PAGES, both ways: every table it names is a
+    snapshot table with exactly the facts shape.py declares (label, sort, facets, full-text index, hidden,
+    hidden columns; only its description is metadata.yml's own), and every table shape.py gives a fact is
+    in metadata.yml."""
+    meta = _metadata_tables()
+    assert set(meta) <= set(shape.PAGES), f"not snapshot tables: {sorted(set(meta) - set(shape.PAGES))}"
+    for table, entry in meta.items():
+        facts = {k: v for k, v in entry.items() if k != "description"}
+        assert facts == shape.PAGES[table].metadata(), f"metadata.yml: {table} differs from shape.PAGES"
+    missing = [t for t, page in shape.PAGES.items() if page.metadata() and t not in meta]
+    assert not missing, f"shape.PAGES tables metadata.yml lacks: {missing}"
+
+
+def test_every_column_a_page_names_is_a_snapshot_column():
+    for table, page in shape.PAGES.items():
+        named = [page.label_column, page.sort_desc, page.fts_pk, *page.hidden_columns,
+                 *(f[1] if isinstance(f, tuple) else f for f in page.facets)]
+        names = _snapshot_columns(table)
+        bad = [c for c in named if c and c not in names]
+        assert not bad, f"{table}: {bad} are not its columns"
+        if page.fts_table:
+            assert page.fts_table in shape.PAGES and shape.PAGES[page.fts_table].hidden
+
+
+def test_every_table_of_a_snapshot_is_declared():
+    own = set(shape.tables()) | set(shape.VIEWS.values()) | {
+        shape.FTS_TABLE, shape.TOOL_FTS_TABLE, shape.MARKER, shape.REDACTIONS, shape.SESSION_LIST,
+        shape.SESSION_LIST_FTS}
+    kinds = {t.name for s in all_sources() for t in getattr(s, "snapshot_tables", ()) or ()}
+    assert own - kinds <= set(shape.PAGES), sorted(own - kinds - set(shape.PAGES))
 
 
 def test_a_snapshot_has_exactly_the_declared_shape(tmp_path):
@@ -71,7 +108,14 @@ def test_a_snapshot_has_exactly_the_declared_shape(tmp_path):
                 assert got == [c for c, _ in shape.columns(table)], table
             indexes = {r[1] for r in conn.execute(f"PRAGMA index_list([{shape.base_table(table)}])")}
             assert indexes == {shape.index_name(table, cols) for cols in shape.TABLES[table].indexes}, table
-        names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        assert {shape.FTS_TABLE, shape.MARKER, shape.REDACTIONS} <= names
+        names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
+        assert {shape.FTS_TABLE, shape.MARKER, shape.REDACTIONS, shape.SESSION_LIST} <= names
+        # every table (shadow tables of the full-text indexes aside) is one shape.py declares
+        shadows = {n for n in names for fts in (shape.FTS_TABLE, shape.TOOL_FTS_TABLE, shape.SESSION_LIST_FTS)
+                   if n.startswith(fts + "_")}
+        assert names - shadows - {"sqlite_stat1", "sqlite_stat4"} <= set(shape.PAGES) | set(shape.tables())
+        assert [r[1] for r in conn.execute(f"PRAGMA table_info({shape.REDACTIONS})")] == \
+            [c for c, _ in shape.REDACTIONS_COLUMNS]
+        assert set(dict(conn.execute(f"SELECT key, value FROM {shape.MARKER}"))) == set(shape.MARKER_KEYS)
     finally:
         conn.close()

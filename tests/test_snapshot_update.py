@@ -25,19 +25,19 @@ import os
 import re
 import shutil
 import sqlite3
-import subprocess
-import sys
 import threading
-import time
 import urllib.request
 from pathlib import Path
 
 import pytest
 
 import conversation_fixtures as CV
+from conftest import Served
 from importer import derived, shape
-from importer.export import export_snapshot
+from importer.snapshot import export_snapshot
+from importer.snapshot.export import export_facts
 from importer.pipeline import run_import
+from importer.snapshot_state import State, state_path
 from importer.store import open_store
 from transcripts import Chain, do_import, sessions_dir, write
 
@@ -63,7 +63,7 @@ def contents(path: Path) -> dict:
                 out[name] = sorted(r for r in conn.execute(f"SELECT key, value FROM [{name}]")
                                    if r[0] not in ("exported_at", "updated_at", "snapshot_id", "generation"))
                 continue
-            order = "1, 2, 3, 4, 5, 6" if name == shape.REDACTIONS else "id"
+            order = "1, 2, 3, 4, 5, 6" if name == shape.REDACTIONS else "name" if name == shape.FACTS else "id"
             out[name] = conn.execute(f"SELECT {', '.join(f'[{c}]' for c in cols)} FROM [{name}] "
                                      f"ORDER BY {order}").fetchall()
         out["schema"] = sorted(conn.execute("SELECT type, name, tbl_name, sql FROM sqlite_master "
@@ -303,36 +303,6 @@ def test_a_reader_in_a_loop_never_sees_half_an_update(archive):
         assert messages == counted and listed == sessions
 
 
-def _serve(snapshot: Path):
-    port = CV_port()
-    # (the download, off unless asked, is part of what is checked)
-    proc = subprocess.Popen([sys.executable, "-m", "importer", "serve", str(snapshot), "--port", str(port),
-                             "--setting", "allow_download", "on"],
-                            cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 60
-    while True:
-        if proc.poll() is not None:
-            pytest.fail(f"agentbase serve exited: {proc.stderr.read()[-800:]}")
-        try:
-            with urllib.request.urlopen(base + "/-/versions.json", timeout=5):
-                break
-        except OSError:
-            if time.time() > deadline:
-                proc.kill()
-                pytest.fail("agentbase serve did not answer within 60 s")
-            time.sleep(0.2)
-    return proc, base
-
-
-def CV_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _get(url: str):
     with urllib.request.urlopen(url, timeout=30) as r:
         return json.loads(r.read())
@@ -340,7 +310,9 @@ def _get(url: str):
 
 def test_a_served_snapshot_shows_each_update_and_a_full_build(archive):
     a = archive
-    proc, base = _serve(a.snapshot)
+    # (the download, off unless asked, is part of what is checked)
+    server = Served(a.snapshot, "--setting", "allow_download", "on")
+    base = server.base
     try:
         def count(word: str) -> int:
             rows = _get(f"{base}/snapshot/messages.json?_search={word}&_shape=array&_col=id")
@@ -385,9 +357,8 @@ def test_a_served_snapshot_shows_each_update_and_a_full_build(archive):
         conn.close()
         assert not list(a.snapshot.parent.glob(".snapshot.db.download-*"))
     finally:
-        proc.terminate()
-        proc.wait(timeout=20)
-    assert "Traceback" not in proc.stderr.read()
+        server.stop()
+    assert "Traceback" not in server.errors()
 
 
 def test_the_state_file_is_private_and_a_mismatch_rebuilds(archive, tmp_path):
@@ -411,6 +382,37 @@ def test_the_state_file_is_private_and_a_mismatch_rebuilds(archive, tmp_path):
     finally:
         store.close()
     assert report.mode == "full" and report.why_full == "the time zone changed"
+
+
+def test_a_snapshot_of_an_older_format_is_rebuilt_in_full_with_its_facts(archive, monkeypatch):
+    # an up-to-date snapshot is updated in place...
+    archive.export()
+    assert archive.export().mode == "update"
+    # ...one of the format before (no facts table; its state holds the shape digest of its own format) is
+    # built in full on the upgrade, facts and all, and then updated in place again
+    conn = sqlite3.connect(archive.snapshot)
+    conn.execute(f"DROP TABLE {shape.FACTS}")
+    conn.execute(f"UPDATE {shape.MARKER} SET value = ? WHERE key = 'format'", (str(shape.FORMAT - 1),))
+    conn.commit()
+    conn.close()
+    monkeypatch.setattr(shape, "FORMAT", shape.FORMAT - 1)
+    store = open_store(archive.url)
+    try:
+        state = State(state_path(archive.snapshot))
+        state.set_meta({"shape": export_facts(store, ZONE, True)["shape"]})  # (autocommit)
+        state.close()
+    finally:
+        store.close()
+    monkeypatch.undo()
+    report = archive.export()
+    assert report.mode == "full" and report.why_full == "the snapshot's format or AgentBase's version changed"
+    conn = sqlite3.connect(archive.snapshot)
+    try:
+        assert conn.execute(f"SELECT value FROM {shape.MARKER} WHERE key = 'format'").fetchone() == (str(shape.FORMAT),)
+        assert {r[0] for r in conn.execute(f"SELECT name FROM {shape.FACTS}")} == set(shape.FACT_KEYS)
+    finally:
+        conn.close()
+    assert archive.export().mode == "update"
 
 
 def test_a_build_with_its_worker_equals_one_built_in_one_process(archive, tmp_path, monkeypatch):

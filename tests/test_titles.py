@@ -104,7 +104,7 @@ def archive(tmp_path_factory) -> tuple[Path, Path, str, list[Path]]:
     roots = [oc, pi, claude, codex, mini]
     for where in roots:
         do_import(db, where, server="laptop")
-    from importer.export import export_snapshot
+    from importer.snapshot import export_snapshot
     from importer.store import open_store
 
     store = open_store(f"sqlite:///{db}")

@@ -114,6 +114,7 @@ AUDIT_LOG_QUERY = {
     "hide_sql": True,
     "params": ["day", "kind", "actor", "server"],
     "tables": [AUDIT_LOGS],  # offered on snapshots where this table has rows
+    "latest_day_of": "an audit log entry",  # what an empty day shows (the query form says it)
     "sql": f"""SELECT a.local_time AS time, a.server, a.kind, a.actor, a.summary, a.agent_id AS agent,
        CASE WHEN a.session_id IS NOT NULL THEN json_object('href', agentbase_session_url(a.session_id),
             'label', COALESCE(NULLIF(s.title, ''), substr(a.session_uuid, 1, 8))) END AS conversation,

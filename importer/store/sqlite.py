@@ -97,7 +97,7 @@ class Store:
     # Every write transaction that changes a session's rows (the session, its
     # messages, tool calls, entries, revisions, a source kind's rows of it)
     # records the session in ``_changes`` with the transaction's number from
-    # ``_change_counter``: the snapshot update (export.py) re-reads exactly the
+    # ``_change_counter``: the snapshot update (snapshot/update.py) re-reads exactly the
     # sessions whose number is above the one it last applied. Writers hold the
     # store's write lock, so numbers follow the commit order. Inserts of rows
     # with a ``session_id`` and writes of ``sessions`` rows through
