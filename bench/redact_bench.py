@@ -145,7 +145,8 @@ def scale(args) -> int:
     """--known: the export with N known values against the same tree with none, at each size."""
     code = Path(args.after).resolve()
     sys.path.insert(0, str(code))
-    from importer import demo
+    sys.path.insert(0, str(code / "bench"))  # its bench/trees.py, with its importer
+    import trees
 
     work = Path(args.workdir or tempfile.mkdtemp(prefix="agentbase-redact-scale-")).resolve()
     work.mkdir(parents=True, exist_ok=True)
@@ -159,7 +160,7 @@ def scale(args) -> int:
                 tree = work / f"{name}-{size:g}"
                 if not tree.exists():
                     if not base.exists():
-                        gen = demo.generate_tree(base, target_bytes=int(size * MIB), seed=args.seed)
+                        gen = trees.generate_tree(base, target_bytes=int(size * MIB), seed=args.seed)
                         print(f"tree {size:g} MiB: {gen['files']} files, {gen['messages']} messages", flush=True)
                     shutil.copytree(base, tree)
                     write_planted(tree, lines)
