@@ -24,6 +24,7 @@ import json
 import os
 import re
 import shutil
+import sys
 import sqlite3
 import threading
 import urllib.request

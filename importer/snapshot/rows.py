@@ -12,7 +12,7 @@ import sqlite3
 from array import array
 from dataclasses import dataclass
 
-from .. import derived, shape
+from .. import shape
 from ..search import index_text, message_search_text, tool_call_search_text
 from ..snapshot_state import State, row_hash
 from ..store import Store
