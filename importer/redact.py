@@ -1594,6 +1594,9 @@ _GLUED_ID = re.compile(r"(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|ANPA|ANVA|APKA|AR
 _GLUED_PREFIXES = tuple(p.encode() for p in ("AKIA", "ASIA", "ABIA", "ACCA", "AGPA", "AIDA", "AIPA", "ANPA", "ANVA",
                                              "APKA", "AROA", "ASCA"))
 _GLUED_LEN = 20
+# The last run of a cut text that may be a credential's head (replace_cut_head).
+_HEAD_MIN = 8
+_TAIL_RUN = re.compile(r"[A-Za-z0-9_+/=.~-]{%d,}\Z" % _HEAD_MIN)
 
 
 _DECODE_NEEDED = _bytes_re(f"(?:{_U_ESCAPE})|(?:{_PERCENTS})")  # \u or %XX escapes may hide anchors
@@ -1626,6 +1629,7 @@ class SecretSet:
         self._last = None
         self._memo: dict = {}
         self._memo_names: dict = {}
+        self._by_text: list[str] | None = None  # the values sorted, for replace_cut_head
         self.add_all(values)
 
     def __len__(self) -> int:
@@ -1650,6 +1654,7 @@ class SecretSet:
                 self._ready = False
                 self._last = None
                 self._memo, self._memo_names = {}, {}
+                self._by_text = None
 
     def add_all(self, values: Iterable[tuple[str, str]]) -> None:
         for v, k in values:
@@ -2096,6 +2101,28 @@ class SecretSet:
             pos = e
         out.append(data[pos:])
         return b"".join(out).decode("utf-8", "surrogatepass"), counts
+
+    def replace_cut_head(self, text: str, counts: Counter | None = None) -> tuple[str, Counter]:
+        """``text`` (cut at a length limit) with its last run, when it is the head of a known value
+        that the cut went through, replaced: a preview an earlier AgentBase cut inside a
+        credential (before it cut before one: parser.cut_text) keeps that credential's head,
+        which no whole value matches. Runs of fewer than ``_HEAD_MIN`` characters are left."""
+        if counts is None:
+            counts = Counter()
+        if not text or not self._ensure():
+            return text, counts
+        m = _TAIL_RUN.search(text)
+        if m is None:
+            return text, counts
+        head = m.group()
+        if self._by_text is None:
+            self._by_text = sorted(self.kinds)
+        i = bisect.bisect_left(self._by_text, head)
+        if i < len(self._by_text) and self._by_text[i] != head and self._by_text[i].startswith(head):
+            kind = self.kinds[self._by_text[i]]
+            counts[kind] += 1
+            return text[:m.start()] + REDACTED.format(kind), counts
+        return text, counts
 
     def replace_json(self, text: str, counts: Counter | None = None) -> tuple[str, Counter, Any]:
         """A JSON text with the values in its strings and keys replaced, still

@@ -291,3 +291,66 @@ def test_a_claude_code_cwd_key_is_gone_from_the_mangled_folder_name(tmp_path):
         mangled = "".join(c if c.isalnum() else "-" for c in key)
         assert not any(mangled[8:28] in p or key[8:28] in p for p in paths), key[:4]
         assert mangled[8:28].encode() not in data and key[8:28].encode() not in data
+
+
+BEFORE_CUT_RULE = "4ed83e1"  # main before previews and titles were cut before a credential
+
+
+def _code_before(tmp_path: Path) -> Path:
+    import os
+    import subprocess
+
+    got = subprocess.run(["git", "-C", str(Path(__file__).resolve().parents[1]), "archive", BEFORE_CUT_RULE],
+                         capture_output=True)
+    if got.returncode != 0:  # (a shallow clone has no history to compare with)
+        message = f"no commit {BEFORE_CUT_RULE} in this clone's history"
+        if os.environ.get("CI", "").strip().lower() == "true":
+            pytest.fail(message)
+        pytest.skip(message)
+    before = tmp_path / "before"
+    before.mkdir()
+    subprocess.run(["tar", "-x", "-C", str(before)], input=got.stdout, check=True)
+    return before
+
+
+def test_an_archive_cut_through_a_credential_by_an_earlier_agentbase_keeps_no_head(tmp_path):
+    """An archive imported before the cut rule holds previews and titles cut inside a credential
+    (its head at their end); exported by this code, no head reaches the snapshot."""
+    import os
+    import subprocess
+
+    before = _code_before(tmp_path)
+    key_id = "AKIA" + fake(string.ascii_uppercase + string.digits, 15) + "7"
+    tg = "1234567890:AA" + fake(AN, 33)
+    c = Chain()
+    write(sessions_dir(tmp_path / "oc") / "a.jsonl", [
+        header("5e55a0a0-0000-4000-8000-0000000000c2"), c.user("hi"),
+        c.entry("message", message={"role": "assistant", "content": [], "stopReason": "error",
+                                    "provider": "anthropic", "model": "m", "timestamp": 1775354400000,
+                                    "errorMessage": "e" * 500 + " " + key_id + " rejected"})])
+    conv = F.Conv(F.SID)
+    conv.user("hello")
+    conv.floating("ai-title", aiTitle="t" * 495 + " token " + tg + " end", sessionId=F.SID)
+    F.write(F.config_dir(tmp_path / "cc") / "projects" / F.PROJECT / f"{F.SID}.jsonl", conv.lines)
+    db = tmp_path / "a.db"
+    env = dict(os.environ, PYTHONPATH=str(before), AGENTBASE_HOME=str(tmp_path / "home"),
+               AGENTBASE_CONFIG=str(tmp_path / "none.yml"))
+    for tree in ("oc", "cc"):
+        subprocess.run([sys.executable, "-m", "importer", "import", str(tmp_path / tree), "--db", f"sqlite:///{db}",
+                        "-q"], cwd=before, env=env, check=True, capture_output=True)
+    conn = sqlite3.connect(db)
+    try:  # the earlier cut: the credentials' heads at the end of the preview and of the title
+        preview = conn.execute("SELECT text_preview FROM messages WHERE text_preview LIKE 'eeee%'").fetchone()[0]
+        title = conn.execute("SELECT title FROM sessions WHERE title LIKE 'tttt%'").fetchone()[0]
+    finally:
+        conn.close()
+    assert len(preview) == 512 and key_id.startswith(preview.rsplit(" ", 1)[1])
+    assert len(title) == 512 and tg.startswith(title.rsplit(" ", 1)[1])
+    data = export(db, tmp_path / "snap.db")
+    assert key_id[:10].encode() not in data and tg[:10].encode() not in data
+    snap = sqlite3.connect(tmp_path / "snap.db")
+    try:
+        got = snap.execute("SELECT text_preview FROM messages WHERE text_preview LIKE 'eeee%'").fetchone()[0]
+        assert got.startswith("e" * 500 + " [REDACTED:") and got.endswith("]"), got[495:]  # the rest kept
+    finally:
+        snap.close()

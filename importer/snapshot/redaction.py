@@ -22,6 +22,38 @@ from .. import shape
 from ..terminal import clean
 
 
+# The texts the importer cuts at a length (parser.cut_text): previews, titles, paths at 512
+# characters, labels and names at 255.
+CUT_AT = {"text_preview": P.PREVIEW_CHARS, "title": 512, "cwd": 512, "parent_session": 512, "label": 255,
+          "display_name": 255, "spawned_by": 255, "project": 255}
+# JSON columns that keep such cut texts among their strings (a kind's resume state, a header)
+CUT_IN_JSON = ("resume_state", "header_json")
+_CUT_LENGTHS = frozenset(CUT_AT.values())
+
+
+def _cut_heads(secrets: "R.SecretSet", value: Any, counts: Counter) -> Any:
+    """``value`` (decoded JSON) with every string of a cut length replaced by replace_cut_head."""
+    if isinstance(value, str):
+        return secrets.replace_cut_head(value, counts)[0] if len(value) in _CUT_LENGTHS else value
+    if isinstance(value, list):
+        return [_cut_heads(secrets, v, counts) for v in value]
+    if isinstance(value, dict):
+        return {k: _cut_heads(secrets, v, counts) for k, v in value.items()}
+    return value
+
+
+def _cut_json(secrets: "R.SecretSet", text: str) -> tuple[str, Counter]:
+    counts: Counter = Counter()
+    if not any(len(m) >= min(_CUT_LENGTHS) for m in text.split('"')):
+        return text, counts  # no string long enough
+    try:
+        decoded = R._loads(text)
+    except ValueError:
+        return text, counts
+    fresh = _cut_heads(secrets, decoded, counts)
+    return (R._dumps(fresh) if counts else text), counts
+
+
 def counted(table: str, column: str, columns: dict[str, Any], redact_columns: dict) -> bool:
     """Whether replacements in this column count (the redactions table): the
     columns the detector reads, but a preview cut from a message's content."""
@@ -46,7 +78,14 @@ def redact_rows(secrets: R.SecretSet, table: str, names: tuple[str, ...], rows: 
     """Pass 2 for a batch: {index in rows: redact_row's result} for the rows
     that hold a value (found with one RE2 pass over the batch)."""
     out = {}
-    for i in sorted(secrets.rows_hit(_batch_texts(rows))):
+    hit = secrets.rows_hit(_batch_texts(rows))
+    cut = [(j, CUT_AT[name]) for j, name in enumerate(names) if name in CUT_AT]
+    cut += [(j, 0) for j, name in enumerate(names) if name in CUT_IN_JSON]
+    if cut:  # and the rows with a text cut at its limit: it may end in a credential's head
+        hit.update(i for i, row in enumerate(rows)
+                   if any(isinstance(row[j], str) and (len(row[j]) == limit or (not limit and len(row[j]) > 255))
+                          for j, limit in cut))
+    for i in sorted(hit):
         got = redact_row(secrets, table, names, rows[i], redact_columns, checked=True)
         if got is not None:
             out[i] = got
@@ -103,6 +142,24 @@ def redact_row(secrets: R.SecretSet, table: str, names: tuple[str, ...], row: tu
         fresh = P.entry_preview(decoded_raw)
         if fresh is not None or columns.get("text_preview") is not None:
             patch["text_preview"] = fresh
+    # A text an earlier AgentBase cut at its limit inside a credential (it now cuts before one):
+    # the credential's head at its end, which no whole value matches.
+    for column, limit in CUT_AT.items():
+        value = patch.get(column, columns.get(column))
+        if isinstance(value, str) and len(value) == limit:
+            new, counts = secrets.replace_cut_head(value)
+            if new != value:
+                patch[column] = new
+                if counted(table, column, columns, redact_columns):
+                    found.append((column, counts))
+    for column in CUT_IN_JSON:
+        value = patch.get(column, columns.get(column))
+        if isinstance(value, str) and len(value) > 255:
+            new, counts = _cut_json(secrets, value)
+            if new != value:
+                patch[column] = new
+                if counted(table, column, columns, redact_columns):
+                    found.append((column, counts))
     return patch, found, decoded_content
 
 
