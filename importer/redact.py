@@ -2226,6 +2226,11 @@ def detect_rows(table: str, names: tuple[str, ...], rows: list[tuple], detect: t
     return out
 
 
+def row_text(row: tuple) -> str:
+    """A row's text columns joined, for :meth:`SecretSet.rows_hit`."""
+    return "\x00".join(v for v in row if isinstance(v, str))
+
+
 _SECRETS: SecretSet | None = None
 
 

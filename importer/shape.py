@@ -442,7 +442,8 @@ PAGES: dict[str, Page] = {
                         "counted_in_session_id", "parent_call_id", "provider_session_id", "header_json")),
     "messages": Page(
         label_column="text_preview", sort_desc="timestamp",
-        facets=("server", "agent_id", calendar("day"), "role", "first_tool_call", "model", "has_thinking", "is_error"),
+        facets=("server", "agent_id", calendar("day"), "role", "native_role", "first_tool_call", "model", "has_thinking",
+                "is_error"),
         fts_table=FTS_TABLE, fts_pk="id",
         hidden_columns=("message_uuid", "parent_message_uuid", "created_at", "seq", "api", "tool_call_id", "is_context",
                         "time_approximate", "usage_invalid", "calls_elsewhere", "cache_write_5m_tokens",

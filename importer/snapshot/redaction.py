@@ -62,11 +62,6 @@ def counted(table: str, column: str, columns: dict[str, Any], redact_columns: di
     return not (column == "text_preview" and columns.get("content_blocks") is not None)
 
 
-def row_text(row: tuple) -> str:
-    """A row's text columns joined, for :meth:`SecretSet.rows_hit`."""
-    return "\x00".join(v for v in row if isinstance(v, str))
-
-
 def _batch_texts(rows: list[tuple]) -> list[str]:
     """Each row's values joined by NUL, without a Python step per value
     (numbers come along as digits: no value of the set is a number)."""
@@ -97,7 +92,7 @@ def redact_row(secrets: R.SecretSet, table: str, names: tuple[str, ...], row: tu
     """Pass 2 for one row: ``(patch {column: new value}, [(column, Counter)]
     counted, decoded content or None)``, or None when the row holds no value.
     ``checked``: the row is known to hold one (see redact_rows)."""
-    if not checked and not secrets.search(row_text(row)):
+    if not checked and not secrets.search(R.row_text(row)):
         return None
     columns = dict(zip(names, row))
     patch: dict = {}
