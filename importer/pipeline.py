@@ -161,6 +161,8 @@ class _Run:
         container itself is recorded (with how many units it holds) and not
         opened again while its token stands. False: the run must stop."""
         report = self.report
+        if not self.batch.flush():  # what came before has landed: the container's writes follow it
+            return False
         rows = self.batch.rows(item.group)
         row = rows.get(item.key)
         if unchanged(row, item.token):
