@@ -476,7 +476,7 @@ class Bench:
             "real = pipeline.discover\n"
             "def listing(*a, **k):\n"
             "    found = real(*a, **k)\n"
-            "    for f in found.files:\n"
+            "    for f in found.units:\n"
             "        if 'dead0000' in f.path: os.unlink(f.path)\n"
             "    return found\n"
             "pipeline.discover = listing\n"

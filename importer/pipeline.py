@@ -2,28 +2,37 @@
 
 ``run_import`` lists the sources (or takes a listing made elsewhere: a remote
 server's), skips every unit (and container) whose change token is what its
-checkpoint says, imports each other unit in its own transaction, and at the
-end lets each kind apply what it gathered for the groups the run touched
-(session metadata). One bad unit never stops the others. Nothing here asks
-what kind a unit is.
+checkpoint says, submits each other unit to the store's batch
+(``store.batch``: one transaction per unit, which the store commits at once or
+in the background and runs again when that fails), counts each unit's figures
+once its commit has landed, and at the end lets each kind apply what it
+gathered for the groups the run touched (session metadata). One bad unit never
+stops the others. Nothing here asks what kind a unit is, nor which engine the
+store runs on.
 """
 
 from __future__ import annotations
 
 import gc
-import logging
 import time
-from collections import deque
+from dataclasses import dataclass
 from typing import Callable
 
 import orjson
 
 from .sources import Discovery, Source, all_sources, discover
-from .store import BackgroundFailure, RowRejected, Store
-from .units import Checkpoint, Container, NotATranscript, SourceError, SourceLost, prefetch, unchanged
+from .store import RowRejected, Store
+from .units import Checkpoint, Container, NotATranscript, SourceError, SourceLost, unchanged
 from .writer import ImportReport, import_one, record_problem, unit_row
 
-log = logging.getLogger("agentbase")
+@dataclass
+class _Done:
+    """What a unit's attempt gives to count once it has landed: its figures,
+    or its failure, or that it is not of its kind."""
+
+    part: ImportReport | None = None
+    failure: tuple[str, str] | None = None
+    ignored: bool = False
 
 
 def run_import(
@@ -58,65 +67,38 @@ class _Run:
     def __init__(self, store: Store, report: ImportReport):
         self.store = store
         self.report = report
-        self.known: dict[tuple[str, str], dict] = {}  # parsed_files rows by group, then by key
         self.touched: set[tuple[str, str]] = set()  # groups whose kinds finish at the end
         self.metadata: dict[tuple[str, str, str], dict] = {}  # (server, agent, source name) -> session metadata
-        self.defer = store.defers_commits
-        self.in_flight: deque = deque()  # (unit, its figures, Commit) not yet landed
+        self.batch = None
 
     def run(self, found: Discovery, progress, started: float) -> ImportReport:
-        report, store = self.report, self.store
+        report = self.report
         report.warnings.extend(found.warnings)
         for message in found.errors:
             report.failures.append(("", message))
             report.files_failed += 1
         items = found.units
         iterator = progress(items) if progress else items
-        self.ahead = None
-        if self.defer:
-            self.ahead = _Lookahead(items, self.known, store.busy)
-            groups = sorted({u.group for u in items})
-            store.expect(groups)
-            for group in groups:  # loaded now: later, a query would wait for the background writes
-                self.known[group] = store.parsed_files(*group)
-        try:
-            for index, item in enumerate(iterator):
-                if isinstance(item, Container):
-                    if not self.settle():
-                        return self._done(started)
-                    if not self.container(item):
-                        return self._done(started)
-                elif not self.unit(item, index):
-                    return self._done(started)
-            self.settle()
-        finally:
-            self.settle_quietly()
-        self.finish_groups()
-        return self._done(started)
-
-    def _done(self, started: float) -> ImportReport:
+        with self.store.batch(items, self.count) as batch:
+            self.batch = batch
+            go_on = True
+            for item in iterator:
+                go_on = self.container(item) if isinstance(item, Container) else self.unit(item)
+                if not go_on:
+                    break
+        if go_on:
+            self.finish_groups()
         self.report.elapsed_s = time.perf_counter() - started
         return self.report
 
-    def rows(self, group: tuple[str, str]) -> dict:
-        rows = self.known.get(group)
-        if rows is None:
-            rows = self.known[group] = self.store.parsed_files(*group)
-        return rows
-
     # -- one unit ------------------------------------------------------------
 
-    def unit(self, unit, index: int | None = None, rows: dict | None = None) -> bool:
-        """Import one unit unless unchanged; False: the run must stop (the
-        connection to its source is gone)."""
+    def unit(self, unit, rows: dict | None = None) -> bool:
+        """Skip the unit if unchanged, else submit it; False: the run must stop
+        (the connection to its source is gone)."""
         report = self.report
         if rows is None:
-            group = (unit.server, unit.agent_id)
-            rows = self.known.get(group)
-            if rows is None:
-                if not self.settle():
-                    return False
-                rows = self.rows(group)
+            rows = self.batch.rows(unit.group)
         row = rows.get(unit.key)
         if unit.counted:
             report.files_seen += 1
@@ -130,63 +112,39 @@ class _Run:
                 # metadata off the sessions.
                 self.touched.add(unit.group)
             return True
-        if not (self.defer and index is not None and unit.prefetch_limit is not None):
-            if not self.settle():
-                return False
-            part, stop = self.attempt(unit)
-            if part is not None:
-                self.count(unit, part)
-            return not stop
-        ready = None
-        if self.ahead is not None:
-            self.ahead.fill(index)  # this unit, and the next ones while the store is busy
-            ready = self.ahead.take(index)
-        try:
-            part, stop = self.attempt(unit, ready, defer=True)
-        except BackgroundFailure as failure:
-            if not self.recover(failure):
-                return False
-            part, stop = self.attempt(unit)
-            if part is not None:
-                self.count(unit, part)
-        else:
-            if part is not None:
-                if self.store.last_commit is None:
-                    self.count(unit, part)
-                else:
-                    self.in_flight.append((unit, part, self.store.last_commit))
-            self.collect()
-        if stop:
-            self.settle()  # the units before this one still count
-            return False
-        return True
+        return self.batch.submit(unit, lambda ready: self.attempt(unit, ready))
 
-    def attempt(self, unit, ready=None, defer: bool = False):
-        """One unit in one transaction, a failure recorded (and counted) here.
-        Returns (its figures or None when it failed, whether the run must stop
-        because the connection to the source went away)."""
-        report, store = self.report, self.store
+    def attempt(self, unit, ready=None) -> tuple["_Done", bool]:
+        """One unit in one transaction, a failure recorded here. Returns (what
+        to count once it has landed, whether the run may go on: False when the
+        connection to the source went away). Counts nothing itself: the
+        batch may run it again."""
+        store = self.store
         try:
-            return import_one(store, unit, ready, defer=defer), False
+            return _Done(part=import_one(store, unit, ready)), True
         except SourceLost as exc:
             # This unit (rolled back) and the ones after it stay as recorded, for the next run.
-            report.failures.append((unit.key, str(exc)))
-            report.files_failed += 1
-            return None, True
+            return _Done(failure=(unit.key, str(exc))), False
         except NotATranscript as exc:
             record_problem(store, unit, "ignored", str(exc))
-            report.files_ignored += 1
+            return _Done(ignored=True), True
         except (OSError, SourceError, orjson.JSONDecodeError, UnicodeDecodeError, RowRejected) as exc:
             reason = getattr(exc, "strerror", None) or str(exc).splitlines()[0]
             message = f"cannot read {unit.key}: {reason}"
             record_problem(store, unit, "failed", message)
-            report.failures.append((unit.key, message))
-            report.files_failed += 1
-        return None, False
+            return _Done(failure=(unit.key, message)), True
 
-    def count(self, unit, part: ImportReport) -> None:
-        """Add a committed unit's figures to the run's."""
+    def count(self, unit, done: "_Done") -> None:
+        """Add a landed unit's figures to the run's."""
         report = self.report
+        if done.failure is not None:
+            report.failures.append(done.failure)
+            report.files_failed += 1
+            return
+        if done.ignored:
+            report.files_ignored += 1
+            return
+        part = done.part
         report.add(part)
         report.warnings.extend(part.warnings)
         self.touched.add(unit.group)
@@ -203,7 +161,9 @@ class _Run:
         container itself is recorded (with how many units it holds) and not
         opened again while its token stands. False: the run must stop."""
         report = self.report
-        rows = self.rows(item.group)
+        if not self.batch.flush():  # what came before has landed: the container's writes follow it
+            return False
+        rows = self.batch.rows(item.group)
         row = rows.get(item.key)
         if unchanged(row, item.token):
             held = row["parsed_lines"] or 0
@@ -217,6 +177,8 @@ class _Run:
                 for unit in opened.units:
                     if not self.unit(unit, rows=rows):
                         return False
+                if not self.batch.flush():  # its units have landed before it closes and is recorded
+                    return False
                 metadata = opened.metadata()
                 units = len(opened.units)
         except SourceLost as exc:
@@ -261,44 +223,6 @@ class _Run:
             with self.store.transaction():
                 count_once_in_provider_transcripts(self.store)
 
-    # -- deferred commits (MariaDB) --------------------------------------------------
-    # A store that defers commits stores units in the background while this
-    # thread reads and parses the next ones (_Lookahead). A unit counts once
-    # its commit has landed; when the background met a failure, every unit
-    # whose commit had not landed runs again in the foreground, where its
-    # error (if it is its own) gets the usual handling.
-
-    def collect(self) -> None:
-        while self.in_flight and self.in_flight[0][2].done:
-            unit, part, _commit = self.in_flight.popleft()
-            self.count(unit, part)
-
-    def recover(self, failure: BackgroundFailure) -> bool:
-        self.collect()
-        redo = list(self.in_flight)
-        self.in_flight.clear()
-        for unit, _part, _commit in redo:
-            log.info("running %s again after %s", unit.key, failure)
-            part, stop = self.attempt(unit)
-            if part is not None:
-                self.count(unit, part)
-            if stop:
-                return False
-        return True
-
-    def settle(self) -> bool:
-        """Everything in flight landed (or ran again); False: the run must stop."""
-        try:
-            self.store.settle()
-        except BackgroundFailure as failure:
-            return self.recover(failure)
-        self.collect()
-        return True
-
-    def settle_quietly(self) -> None:
-        if self.in_flight:
-            self.settle()
-
 
 def count_once_in_provider_transcripts(store: Store) -> int:
     """A session that names the provider's own transcript of its conversation
@@ -336,50 +260,3 @@ def count_once_in_provider_transcripts(store: Store) -> int:
         if source.kind in by_kind and type(source).usage_deferred is not Source.usage_deferred:
             source.usage_deferred(store, by_kind[source.kind])
     return changed
-
-
-class _Lookahead:
-    """Units read and parsed ahead (units.prefetch) while a store that
-    defers commits is still storing earlier ones: the parsing of the next
-    units overlaps with the server's work instead of following it.
-
-    Holds at most MAX_FILES units and MAX_BYTES of their new bytes; only
-    units whose group's parsed_files rows are already loaded (no query may
-    run while the store is busy)."""
-
-    MAX_FILES = 4
-    MAX_BYTES = 16 * 1024 * 1024
-
-    def __init__(self, items: list, known: dict, busy: Callable[[], bool]):
-        self.items = items
-        self.known = known
-        self.busy = busy
-        self.ready: dict[int, object] = {}  # index in items -> Prefetched or None
-        self.sizes: dict[int, int] = {}
-        self.next = 0  # the first index not looked at yet
-
-    def fill(self, current: int) -> None:
-        """Prefetch unit ``current`` and, while the store is busy, the next ones."""
-        self.next = max(self.next, current)
-        while self.next < len(self.items):
-            if self.next > current and (not self.busy() or len(self.ready) >= self.MAX_FILES
-                                        or sum(self.sizes.values()) >= self.MAX_BYTES):
-                return
-            index, unit = self.next, self.items[self.next]
-            if isinstance(unit, Container) or unit.prefetch_limit is None:
-                self.next += 1
-                continue
-            if unit.group not in self.known:
-                return  # its rows need a query: wait for the unit's turn
-            self.next += 1
-            row = self.known[unit.group].get(unit.key)
-            if unchanged(row, unit.token):
-                continue
-            checkpoint = Checkpoint.from_row(row)
-            self.ready[index] = prefetch(unit, checkpoint)
-            done = checkpoint.offset if checkpoint is not None else 0
-            self.sizes[index] = unit.size - min(unit.size, done)
-
-    def take(self, index: int):
-        self.sizes.pop(index, None)
-        return self.ready.pop(index, None)

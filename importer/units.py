@@ -18,7 +18,7 @@ row). :func:`unchanged` says whether the unit can be skipped; otherwise
 it), yields :class:`Batch` objects (entries of one session, rows of other
 tables) and returns an :class:`Outcome`, whose checkpoint the writer stores
 with the unit's rows, in one transaction. :func:`prefetch` reads a unit ahead
-of its transaction (for a store that defers commits). Nobody above asks what
+of its transaction (the store's batch does, for a store that defers commits). Nobody above asks what
 kind a unit is; the kinds themselves (``sources/base.py``'s ``Source``) are
 one floor up.
 """
@@ -186,8 +186,11 @@ class Unit:
 
     counted = True
     meta = False
-    # Read ahead of its transaction by a store that defers commits (bytes it
-    # would read at most; None: never).
+    # How the unit can be read again: the most new bytes a store's batch may
+    # read and parse ahead of its transaction, and hold until its commit has
+    # landed (a listed unit with a limit can also be read a second time, on
+    # its own, when that commit fails). None: read only inside its
+    # transaction, at once. Only the store's batch (store/batch.py) asks.
     prefetch_limit: int | None = None
 
     def __init__(self, source: Any, server: str, agent_id: str, key: str, name: str, size: int,

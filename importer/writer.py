@@ -611,14 +611,13 @@ def record_problem(store: Store, unit, status: str, message: str) -> None:
 
 
 def in_transaction(store: Store, label: str, work: Callable[["ImportReport"], None],
-                    attempts: int = 5, defer: bool = False) -> "ImportReport":
+                   attempts: int = 5) -> "ImportReport":
     """Run ``work`` in one transaction, again when the engine asks for it (a
-    deadlock); the figures it reports count only the attempt that committed.
-    ``defer``: see :meth:`Store.transaction` (the caller settles)."""
+    deadlock); the figures it reports count only the attempt that committed."""
     for attempt in range(attempts):
         part = ImportReport()
         try:
-            with store.transaction(defer=defer):
+            with store.transaction():
                 work(part)
             return part
         except Exception as exc:
@@ -630,9 +629,8 @@ def in_transaction(store: Store, label: str, work: Callable[["ImportReport"], No
     raise AssertionError("unreachable")
 
 
-def import_one(store: Store, unit: Unit, ready: Prefetched | None = None, defer: bool = False) -> "ImportReport":
-    """One unit in one transaction (``ready`` and ``defer``: see import_unit
-    and Store.transaction)."""
+def import_one(store: Store, unit: Unit, ready: Prefetched | None = None) -> "ImportReport":
+    """One unit in one transaction (``ready``: see import_unit)."""
 
     def work(part: ImportReport) -> None:
         # Read again under the write lock: another importer may have taken
@@ -643,4 +641,4 @@ def import_one(store: Store, unit: Unit, ready: Prefetched | None = None, defer:
         else:
             import_unit(store, unit, Checkpoint.from_row(row), part, ready)
 
-    return in_transaction(store, unit.key, work, defer=defer)
+    return in_transaction(store, unit.key, work)

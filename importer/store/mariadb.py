@@ -1,5 +1,7 @@
 """MariaDB through pymysql: the system of record for several servers, with its
-write-behind sender (the only place that knows its commits are deferred)."""
+write-behind sender: an import's transactions commit in the background, behind
+a :class:`batch.DeferredWriteBatch` (``store.batch()``), so that nothing above
+the store knows they are deferred."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 from urllib.parse import unquote, urlsplit
 
 from .. import schema
+from .batch import DeferredWriteBatch
 from .common import BackgroundFailure, Commit, Row, RowRejected, RowTooLarge, StoreError, _row
 from .dialects import MariaDBDialect
 from .sqlite import Store
@@ -104,7 +107,8 @@ class MariaDBStore(Store):
     dense, nothing is doubled), and a killed connection releases it (and
     rolls its transaction back) at once.
 
-    Deferred transactions (``transaction(defer=True)``, the importer's file
+    Deferred transactions (``transaction(defer=True)``, and every
+    transaction a :meth:`batch`'s job runs: the importer's unit
     transactions) overlap the server's work with the importer's: their
     writes and COMMIT go to a sender thread, the lock is held from the first
     of them until :meth:`settle`, and while it is held the look-ups the
@@ -125,6 +129,8 @@ class MariaDBStore(Store):
         self._session_keys: dict[int, tuple[str, str, str]] = {}  # session id -> (server, agent, uuid)
         self._ids: dict[str, int] = {}  # next ids, while held
         self._groups: list[tuple[str, str]] = []  # groups to load at once when the lock is taken
+        self._deferring = False  # inside deferring(): every transaction is deferred
+        self.last_commit: Commit | None = None  # the last deferred transaction's
         self.max_packet = int(self._plain("SELECT @@max_allowed_packet")[0][0])
 
     # -- the background sender ---------------------------------------------
@@ -173,9 +179,18 @@ class MariaDBStore(Store):
 
         return self._guarded(action)
 
-    @property
-    def defers_commits(self) -> bool:
-        return True
+    def batch(self, units: list, landed) -> DeferredWriteBatch:
+        """A run's units, their commits deferred (see batch.py)."""
+        return DeferredWriteBatch(self, units, landed)
+
+    @contextmanager
+    def deferring(self) -> Iterator[None]:
+        """Every transaction begun inside is deferred (``transaction(defer=True)``)."""
+        self._deferring = True
+        try:
+            yield
+        finally:
+            self._deferring = False
 
     def busy(self) -> bool:
         return self._sender is not None and self._sender.busy()
@@ -436,6 +451,7 @@ class MariaDBStore(Store):
         """
         import pymysql
 
+        defer = defer or self._deferring
         if not defer or not self._held:
             self.settle()
             try:

@@ -8,7 +8,8 @@ from contextlib import contextmanager
 from typing import Any, Iterable, Iterator, Sequence
 
 from .. import schema
-from .common import Commit, StoreError, now_utc
+from .batch import WriteBatch
+from .common import StoreError, now_utc
 from .dialects import Dialect
 from .migrations import CHANGE_COUNTER, CHANGES, MIGRATIONS, SCHEMA_VERSION, ensure_source_tables
 
@@ -59,14 +60,8 @@ class Store:
             cur.close()
 
     @contextmanager
-    def transaction(self, defer: bool = False) -> Iterator[None]:
-        """One write transaction; rolled back whole on any error.
-
-        ``defer``: the store may finish the commit in the background (see
-        :meth:`MariaDBStore.transaction`); the caller must then call
-        :meth:`settle` before it counts the work as done. SQLite commits
-        at once either way.
-        """
+    def transaction(self) -> Iterator[None]:
+        """One write transaction; rolled back whole on any error."""
         try:
             self.conn.execute("BEGIN IMMEDIATE")
         except sqlite3.OperationalError as exc:
@@ -191,23 +186,10 @@ class Store:
         return StoreError(f"{doing} the store {self.location}: {why}; nothing of the unit in progress was kept, "
                           "a rerun goes on from there")
 
-    last_commit: "Commit | None" = None  # the last deferred transaction's; None: committed at once
-
-    def settle(self) -> None:
-        """Wait for every deferred commit; a failure raises
-        :class:`BackgroundFailure`. A no-op where commits are never deferred."""
-
-    @property
-    def defers_commits(self) -> bool:
-        """Whether ``transaction(defer=True)`` can return before the commit is done."""
-        return False
-
-    def busy(self) -> bool:
-        """Whether writes are still being sent in the background."""
-        return False
-
-    def expect(self, groups: Iterable[tuple[str, str]]) -> None:
-        """A hint: the (server, agent) groups a run is about to import."""
+    def batch(self, units: list, landed) -> WriteBatch:
+        """A run's units into the store, each committed at once (see batch.py):
+        ``with store.batch(units, landed) as b: b.submit(unit, job)``."""
+        return WriteBatch(self, units, landed)
 
     def close(self) -> None:
         self.conn.close()
