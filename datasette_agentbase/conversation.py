@@ -111,9 +111,17 @@ def _message_columns(conn: sqlite3.Connection) -> str:
     return ", ".join(c if c in have else f"NULL AS {c}" for c in MESSAGE_COLUMNS)
 
 
+def _rule_title(conn: sqlite3.Connection) -> str:
+    """The title by the one rule of every kind (importer/titles.py: its label, else its own title,
+    else its first prompt, else its chat's name), as the export wrote it into ``session_list``."""
+    if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'session_list'").fetchone() is None:
+        return "NULL AS rule_title"
+    return "(SELECT l.title FROM session_list l WHERE l.id = sessions.id) AS rule_title"
+
+
 def load(conn: sqlite3.Connection, session_id: int, everything: bool = False) -> dict | None:
     """Everything the view shows, read in one go (runs in Datasette's SQL thread)."""
-    found = _rows(conn, "SELECT * FROM sessions WHERE id = ?", (session_id,))
+    found = _rows(conn, f"SELECT *, {_rule_title(conn)} FROM sessions WHERE id = ?", (session_id,))
     if not found:
         return None
     session = found[0]
@@ -190,7 +198,7 @@ def related(conn: sqlite3.Connection, session: dict) -> dict:
     cols = _columns(conn, "sessions")
     link_cols = ", ".join(c if c in cols else f"NULL AS {c}" for c in SESSION_LINK_COLUMNS.split(", ")) + (
         """, instr(header_json, '"subagent"') > 0 AS header_subagent""" if "header_json" in cols else
-        ", NULL AS header_subagent")
+        ", NULL AS header_subagent") + ", " + _rule_title(conn)
     me = session["id"]
 
     def sessions(where: str, params) -> list[dict]:
@@ -252,7 +260,8 @@ def related(conn: sqlite3.Connection, session: dict) -> dict:
 def session_label(s: dict | None) -> str:
     if not s:
         return ""
-    return s.get("title") or s.get("label") or s.get("display_name") or s.get("session_uuid") or f"#{s.get('id')}"
+    return (s.get("rule_title") or s.get("title") or s.get("label") or s.get("display_name") or s.get("session_uuid")
+            or f"#{s.get('id')}")
 
 
 # -- the order ----------------------------------------------------------------------------------

@@ -5,6 +5,7 @@ through Datasette's own test client on a snapshot built from made-up transcripts
 from __future__ import annotations
 
 import asyncio
+import html
 import json
 import os
 import re
@@ -799,13 +800,26 @@ def test_errors_pretty_and_repeats_collapsed(kinds):
 MISSING_TEXT = "cat: /srv/missing.txt: No such file or directory"
 
 
+def _rule_title(site: Site, session_id: int) -> str:
+    """A session's title by the one rule (the snapshot's session_list), as the pages name it."""
+    import sqlite3
+
+    conn = sqlite3.connect(f"file:{site.ds.databases[site.db].path}?mode=ro", uri=True)
+    try:
+        return conn.execute("SELECT title FROM session_list WHERE id = ?", (session_id,)).fetchone()[0]
+    finally:
+        conn.close()
+
+
 def test_related_sessions(kinds):
     site, ids = kinds
     reading = site.get(f"/-/agentbase/session/{ids['reading']}").text
     assert "2 sessions started from this one" in reading
-    assert f'<a href="/-/agentbase/session/{ids["subagent"]}">ffffffff-0000-4000-8000-00000000000f</a> ' \
+    sub, fork_title = _rule_title(site, ids["subagent"]), _rule_title(site, ids["fork"])
+    assert sub and fork_title  # named by their first prompts, not by their uuids
+    assert f'<a href="/-/agentbase/session/{ids["subagent"]}">{html.escape(sub)}</a> ' \
            f'<span class="ab-dim">(sub-agent, 2 messages)</span>' in reading
-    assert f'<a href="/-/agentbase/session/{ids["fork"]}">eeeeeeee-0000-4000-8000-00000000000e</a> ' \
+    assert f'<a href="/-/agentbase/session/{ids["fork"]}">{html.escape(fork_title)}</a> ' \
            f'<span class="ab-dim">(fork, 2 messages)</span>' in reading
     fork = site.get(f"/-/agentbase/session/{ids['fork']}").text
     assert f'Forked from\n    <a href="/-/agentbase/session/{ids["reading"]}">greeting fix</a>' in fork
@@ -830,7 +844,9 @@ def test_related_sessions(kinds):
     # a reset chain: each links the other, with the reason
     before = site.get(f"/-/agentbase/session/{ids['mini']}").text
     after = site.get(f"/-/agentbase/session/{ids['langchain']}").text
-    assert f'Next session (reset):\n    <a href="/-/agentbase/session/{ids["langchain"]}">session_1775000000123</a>' in before
+    nxt = html.escape(_rule_title(site, ids["langchain"]))
+    assert nxt != "session_1775000000123"  # its first prompt, not its id
+    assert f'Next session (reset):\n    <a href="/-/agentbase/session/{ids["langchain"]}">{nxt}</a>' in before
     assert (f'Previous session (this one began with a reset):\n    <a href="/-/agentbase/session/{ids["mini"]}">示例会话'
             '</a>') in after
     usage = re.findall(r'<div class="ab-turn-usage" id="m\d+">\s*<span class="ab-role">usage</span>(.*?)</div>', child, re.S)
@@ -942,7 +958,8 @@ def test_markdown_export(kinds, site):
     assert r.headers["content-disposition"].startswith("attachment; filename=\"session-")
     md = r.text
     assert md.startswith("# greeting fix\n\n- session: `dddddddd-0000-4000-8000-00000000000d`")
-    assert "- sub-agent started from this one: `ffffffff-0000-4000-8000-00000000000f`" in md
+    sub = _rule_title(kinds_site, ids["subagent"])
+    assert f"- sub-agent started from this one: {sub} (`ffffffff-0000-4000-8000-00000000000f`)" in md
     assert "## user · 2026-04-05 10:15:01\n\nPlease **fix** the greeting" in md
     assert "> **thinking**\n>\n> **Plan**: read the file first, then edit." in md
     assert "**tool call** `write` (call_w1)\n\nwrite `src/app.py`\n\n```python\ndef greet(name):" in md

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sqlite3
 import subprocess
 import sys
@@ -184,3 +185,31 @@ def test_python_and_sql_forms_agree(label, title, prompt, display):
     assert got == titles.session_title(label, title, prompt, display)
     if any(v and v.strip() for v in values.values()):
         assert got[0] and len(got[0]) <= titles.TITLE_CHARS
+
+
+def test_the_conversation_view_and_its_exports_head_with_the_rules_title(archive):
+    """The page's heading, its <title>, and the Markdown and JSON exports name each session by the
+    rule (session_list.title), not a bare UUID, for every kind."""
+    import asyncio
+    import html as html_mod
+
+    from datasette.app import Datasette
+
+    from datasette_agentbase.serve import load_metadata
+
+    _, snapshot, codex, _ = archive
+    ds = Datasette([str(snapshot)], metadata=load_metadata(snapshot), template_dir=str(REPO / "templates"))
+    asyncio.run(ds.invoke_startup())
+    conn = sqlite3.connect(f"file:{snapshot}?mode=ro", uri=True)
+    try:
+        titled = conn.execute("SELECT id, session_uuid, title FROM session_list WHERE title IS NOT NULL").fetchall()
+    finally:
+        conn.close()
+    assert codex in {uuid for _i, uuid, _t in titled}
+    for sid, uuid, title in titled:
+        page = asyncio.run(ds.client.get(f"/-/agentbase/session/{sid}"))
+        assert page.status_code == 200
+        heading = re.search(r"<h1[^>]*>(.*?)</h1>", page.text, re.S).group(1)
+        assert html_mod.unescape(re.sub(r"<[^>]+>", "", heading)).strip() == title, uuid
+        md = asyncio.run(ds.client.get(f"/-/agentbase/session/{sid}.md"))
+        assert md.text.splitlines()[0] == f"# {title}", uuid
