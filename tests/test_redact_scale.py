@@ -253,3 +253,38 @@ def test_names_are_rewritten_only_by_credential_shaped_values():
     assert s.replace("alice99__devbox")[0] == "[REDACTED:password]__devbox"
     assert s.replace("Zq8rT3xW9vB2nM5k__devbox", names=True)[0] == "[REDACTED:password]__devbox"
     assert s.replace("ghp_" + "a1B2" * 9, names=True)[0] == "[REDACTED:github_token]"
+
+
+class _CountingSet(R.SecretSet):
+    """The real set, counting the texts searched whole (SecretSet.search)."""
+
+    searched = 0
+
+    def search(self, text):
+        type(self).searched += 1
+        return super().search(text)
+
+
+def test_rows_cut_at_their_limit_that_hold_no_value_are_not_searched_again():
+    """Every long message's preview is cut at its limit: pass 2 looks at its end (a cut
+    credential's head) and nothing more, not each column of the row searched once more (with
+    a large set, a cost per row of the tree: 0.3 ms each); one that ends in a known value's
+    head still gets the head's marker, and a row that holds a value is still replaced."""
+    from importer import parser as P
+    from importer.snapshot import redaction
+
+    rng = random.Random(7)
+    values = [("ghp_" + _fake(rng, AN, 36), "github_token") for _ in range(200)]
+    secrets = _CountingSet(values)
+    names = ("id", "session_id", "content_blocks", "text_preview")
+    cut = P.PREVIEW_CHARS
+    rows = [(i, 1, json.dumps([{"type": "text", "text": "w " * 400}]), ("w " * 400)[:cut]) for i in range(300)]
+    head = values[5][0][:20]
+    rows.append((300, 1, None, ("x " * 400)[:cut - 21] + " " + head))  # cut through a value
+    rows.append((301, 1, json.dumps([{"type": "text", "text": "key " + values[9][0]}]), "key " + values[9][0]))
+    _CountingSet.searched = 0
+    out = redaction.redact_rows(secrets, "messages", names, rows, {"messages": ("content_blocks", "text_preview")})
+    assert sorted(out) == [300, 301]
+    assert head not in out[300][0]["text_preview"] and out[300][0]["text_preview"].endswith("]")
+    assert values[9][0] not in out[301][0]["content_blocks"] and values[9][0] not in out[301][0]["text_preview"]
+    assert _CountingSet.searched < 20, _CountingSet.searched

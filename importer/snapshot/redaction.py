@@ -76,12 +76,21 @@ def redact_rows(secrets: R.SecretSet, table: str, names: tuple[str, ...], rows: 
     hit = secrets.rows_hit(_batch_texts(rows))
     cut = [(j, CUT_AT[name]) for j, name in enumerate(names) if name in CUT_AT]
     cut += [(j, 0) for j, name in enumerate(names) if name in CUT_IN_JSON]
-    if cut:  # and the rows with a text cut at its limit: it may end in a credential's head
-        hit.update(i for i, row in enumerate(rows)
-                   if any(isinstance(row[j], str) and (len(row[j]) == limit or (not limit and len(row[j]) > 255))
-                          for j, limit in cut))
-    for i in sorted(hit):
-        got = redact_row(secrets, table, names, rows[i], redact_columns, checked=True)
+    # and the rows with a text cut at its limit: it may end in a credential's head. Such a row
+    # that holds no whole value (most of them: every long message's preview) only has its cut
+    # texts looked at, not every column searched again (a cost per row of the tree).
+    heads = set()
+    if cut:
+        heads = {i for i, row in enumerate(rows) if i not in hit
+                 and any(isinstance(row[j], str) and (len(row[j]) == limit or (not limit and len(row[j]) > 255))
+                         for j, limit in cut)}
+    for i in sorted(hit | heads):
+        if i in hit:
+            got = redact_row(secrets, table, names, rows[i], redact_columns, checked=True)
+        else:
+            got = _cut_row(secrets, table, dict(zip(names, rows[i])), {}, [], redact_columns)
+            if not got[0] and not got[1]:
+                continue
         if got is not None:
             out[i] = got
     return out
@@ -137,8 +146,14 @@ def redact_row(secrets: R.SecretSet, table: str, names: tuple[str, ...], row: tu
         fresh = P.entry_preview(decoded_raw)
         if fresh is not None or columns.get("text_preview") is not None:
             patch["text_preview"] = fresh
-    # A text an earlier AgentBase cut at its limit inside a credential (it now cuts before one):
-    # the credential's head at its end, which no whole value matches.
+    return _cut_row(secrets, table, columns, patch, found, redact_columns, decoded_content)
+
+
+def _cut_row(secrets: R.SecretSet, table: str, columns: dict, patch: dict, found: list, redact_columns: dict,
+             decoded_content: Any = None) -> tuple[dict, list, Any]:
+    """redact_row's last step (alone for a row that holds no whole value): a text an earlier
+    AgentBase cut at its limit inside a credential (it now cuts before one) keeps the
+    credential's head at its end, which no whole value matches."""
     for column, limit in CUT_AT.items():
         value = patch.get(column, columns.get(column))
         if isinstance(value, str) and len(value) == limit:
