@@ -1842,7 +1842,8 @@ class SecretSet:
         """Where the runs that begin with an anchor of ``program`` start. The program is matched
         from ``pos`` (``.*?`` then the anchors): its match ends where an anchor does, and no
         reverse automaton is needed to place its start (one would cost a few states per value).
-        ``skip(at)``: where to go on from a match at ``at`` (the next row of a batch)."""
+        ``skip(at)``: where to go on from a match at ``at`` (the next row of a batch), or None: on
+        from the match's end."""
         pos = 0
         n = len(data)
         while pos < n:
@@ -1854,7 +1855,8 @@ class SecretSet:
             while p > 0 and p > e - _ANCHOR and _ALNUM[data[p - 1]]:
                 p -= 1
             yield p
-            pos = e if skip is None else skip(p)
+            go_on = None if skip is None else skip(p)
+            pos = e if go_on is None else go_on
 
     def _hits_inside(self, data: bytes, out: list) -> None:
         """Also the forward anchors inside runs (a decoded base64 text, where a value may be glued
@@ -2035,29 +2037,20 @@ class SecretSet:
         n = len(joined)
         data = joined[::-1] if reverse else joined
         last = len(starts) - 1
-        pos = 0
-        while pos < n:
-            m = program.match(data, pos)
-            if m is None:
-                return
-            e = m.end()
-            p = e - 1
-            while p > 0 and p > e - _ANCHOR and _ALNUM[data[p - 1]]:
-                p -= 1
+
+        def verdict(p: int) -> int | None:
             row = bisect_right(starts, n - 1 - p if reverse else p) - 1
-            ok = False
-            for length in lengths:
-                for i, at in anchors.get(data[p:p + length], ()):
-                    if joined.startswith(entries[i][1], n - p - at if reverse else p - at):
-                        ok = True
-                        break
+            ok = any(joined.startswith(entries[i][1], n - p - at if reverse else p - at)
+                     for length in lengths for i, at in anchors.get(data[p:p + length], ()))
             if ok or row in sure:
                 sure.add(row)
                 # on from the next row (reversed: from the one before)
-                pos = (n - starts[row] if row > 0 else n) if reverse else (starts[row + 1] if row < last else n)
-            else:
-                rows.add(row)  # an anchor, its value not there as written: escaped, or not it
-                pos = e
+                return (n - starts[row] if row > 0 else n) if reverse else (starts[row + 1] if row < last else n)
+            rows.add(row)  # an anchor, its value not there as written: escaped, or not it
+            return None
+
+        for _p in self._run_starts(program, data, verdict):
+            pass
 
     def _spans_once(self, text: str, names: bool = False) -> tuple[bytes, list[tuple[int, int, str]]]:
         """_spans, remembered for the last text (a row's column is searched, then replaced)."""
