@@ -170,7 +170,29 @@ Reading = Generator[Batch, None, Outcome]
 # Units and containers
 
 
-class Unit:
+class _Listed:
+    """What a listing says of a unit or a container: the kind that listed it, its (server,
+    agent) group, its key, file name, size, time and change token, and where it is read."""
+
+    def __init__(self, source: Any, server: str, agent_id: str, key: str, name: str, size: int,
+                 mtime_ns: int, token: str | None = None, fs: Any = None, path: str | None = None):
+        self.source = source
+        self.server = server
+        self.agent_id = agent_id
+        self.key = key
+        self.name = name
+        self.size = size
+        self.mtime_ns = mtime_ns
+        self.token = token if token is not None else file_token(size, mtime_ns)
+        self.fs = fs
+        self.path = path if path is not None else key
+
+    @property
+    def group(self) -> tuple[str, str]:
+        return (self.server, self.agent_id)
+
+
+class Unit(_Listed):
     """One thing imported in one transaction, with its own checkpoint.
 
     ``key`` is its identity (``parsed_files.file_path``), ``name`` the file
@@ -196,16 +218,7 @@ class Unit:
     def __init__(self, source: Any, server: str, agent_id: str, key: str, name: str, size: int,
                  mtime_ns: int, token: str | None = None, fs: Any = None, path: str | None = None,
                  session_type: str | None = None):
-        self.source = source
-        self.server = server
-        self.agent_id = agent_id
-        self.key = key
-        self.name = name
-        self.size = size
-        self.mtime_ns = mtime_ns
-        self.token = token if token is not None else file_token(size, mtime_ns)
-        self.fs = fs
-        self.path = path if path is not None else key
+        super().__init__(source, server, agent_id, key, name, size, mtime_ns, token, fs, path)
         self._session_type = session_type
 
     @property
@@ -218,10 +231,6 @@ class Unit:
     def kind(self) -> str:
         """The ``source`` column's value for what this unit holds."""
         return self.source.kind
-
-    @property
-    def group(self) -> tuple[str, str]:
-        return (self.server, self.agent_id)
 
     @property
     def rank(self) -> str:
@@ -260,7 +269,7 @@ class Problem(Unit):
         yield  # pragma: no cover
 
 
-class Container:
+class Container(_Listed):
     """Units that share an open resource (a SQLite database): listed when the
     container is opened, which is skipped when its token is unchanged.
     ``open()`` is a context manager yielding an :class:`Opened`."""
@@ -268,22 +277,6 @@ class Container:
     counted = False
     meta = False
 
-    def __init__(self, source: Any, server: str, agent_id: str, key: str, name: str, size: int,
-                 mtime_ns: int, token: str | None = None, fs: Any = None, path: str | None = None):
-        self.source = source
-        self.server = server
-        self.agent_id = agent_id
-        self.key = key
-        self.name = name
-        self.size = size
-        self.mtime_ns = mtime_ns
-        self.token = token if token is not None else file_token(size, mtime_ns)
-        self.fs = fs
-        self.path = path if path is not None else key
-
-    @property
-    def group(self) -> tuple[str, str]:
-        return (self.server, self.agent_id)
 
     session_type = "container"
 
