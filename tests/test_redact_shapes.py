@@ -217,21 +217,29 @@ def test_the_cut_never_ends_inside_a_credential():
     assert P.cut_text("y" * 600) == "y" * 512
 
 
-def test_previews_and_titles_cut_through_a_credential_keep_no_head(tmp_path):
-    """An error message's preview (OpenClaw: no content to cut it again from) and a Claude Code
-    session title, each cut at 512 characters through a credential."""
+def _plant_cut_credentials(tmp_path: Path, sid: str, before_key: int, before_token: int) -> tuple[str, str]:
+    """An OpenClaw error message (under ``tmp_path/oc``) whose 512-character preview goes through an
+    AWS key id after ``before_key`` characters, and a Claude Code session (``tmp_path/cc``) whose
+    title goes through a Telegram token after ``before_token``; returns (key id, token)."""
     key_id = "AKIA" + fake(string.ascii_uppercase + string.digits, 15) + "7"
     tg = "1234567890:AA" + fake(AN, 33)
     c = Chain()
     write(sessions_dir(tmp_path / "oc") / "a.jsonl", [
-        header("5e55a0a0-0000-4000-8000-0000000000c1"), c.user("hi"),
+        header(sid), c.user("hi"),
         c.entry("message", message={"role": "assistant", "content": [], "stopReason": "error",
                                     "provider": "anthropic", "model": "m", "timestamp": 1775354400000,
-                                    "errorMessage": "e" * 495 + " " + key_id + " rejected"})])
+                                    "errorMessage": "e" * before_key + " " + key_id + " rejected"})])
     conv = F.Conv(F.SID)
     conv.user("hello")
-    conv.floating("ai-title", aiTitle="t" * 490 + " token " + tg + " end", sessionId=F.SID)
+    conv.floating("ai-title", aiTitle="t" * before_token + " token " + tg + " end", sessionId=F.SID)
     F.write(F.config_dir(tmp_path / "cc") / "projects" / F.PROJECT / f"{F.SID}.jsonl", conv.lines)
+    return key_id, tg
+
+
+def test_previews_and_titles_cut_through_a_credential_keep_no_head(tmp_path):
+    """An error message's preview (OpenClaw: no content to cut it again from) and a Claude Code
+    session title, each cut at 512 characters through a credential."""
+    key_id, tg = _plant_cut_credentials(tmp_path, "5e55a0a0-0000-4000-8000-0000000000c1", 495, 490)
     db = tmp_path / "a.db"
     do_import(db, tmp_path / "oc", tmp_path / "cc")
     conn = sqlite3.connect(db)
@@ -320,18 +328,7 @@ def test_an_archive_cut_through_a_credential_by_an_earlier_agentbase_keeps_no_he
     import subprocess
 
     before = _code_before(tmp_path)
-    key_id = "AKIA" + fake(string.ascii_uppercase + string.digits, 15) + "7"
-    tg = "1234567890:AA" + fake(AN, 33)
-    c = Chain()
-    write(sessions_dir(tmp_path / "oc") / "a.jsonl", [
-        header("5e55a0a0-0000-4000-8000-0000000000c2"), c.user("hi"),
-        c.entry("message", message={"role": "assistant", "content": [], "stopReason": "error",
-                                    "provider": "anthropic", "model": "m", "timestamp": 1775354400000,
-                                    "errorMessage": "e" * 500 + " " + key_id + " rejected"})])
-    conv = F.Conv(F.SID)
-    conv.user("hello")
-    conv.floating("ai-title", aiTitle="t" * 495 + " token " + tg + " end", sessionId=F.SID)
-    F.write(F.config_dir(tmp_path / "cc") / "projects" / F.PROJECT / f"{F.SID}.jsonl", conv.lines)
+    key_id, tg = _plant_cut_credentials(tmp_path, "5e55a0a0-0000-4000-8000-0000000000c2", 500, 495)
     db = tmp_path / "a.db"
     env = dict(os.environ, PYTHONPATH=str(before), AGENTBASE_HOME=str(tmp_path / "home"),
                AGENTBASE_CONFIG=str(tmp_path / "none.yml"))
