@@ -30,13 +30,19 @@ from typing import Any
 
 import orjson
 
+from . import rows as R
 from . import vocabulary as V
+# The conversions every kind uses live with the row builder (rows.py); their old names stay.
+from .rows import PREVIEW_CHARS, cut_text, strip_html, text_preview  # noqa: F401
+from .rows import blocks_of as _blocks  # noqa: F401
+from .rows import dumps as _dumps  # noqa: F401
+from .rows import integer as _int  # noqa: F401
+from .rows import number as _num  # noqa: F401
+from .rows import text as _str  # noqa: F401
 
-PREVIEW_CHARS = 512
 SYNTHETIC_PROVIDERS = {"openclaw", "clawdbot", "moltbot"}
 SYNTHETIC_MODELS = {"gateway-injected", "delivery-mirror"}
 MISSING_RESULT_RE = re.compile(r"^\[(?:openclaw|clawdbot|moltbot)\] missing tool result")
-HTML_TAG_RE = re.compile(r"<[^<>]*>")
 
 # ---------------------------------------------------------------------------
 # File names
@@ -113,67 +119,9 @@ def session_id_from_name(name: str) -> str:
 # Small, total conversions: transcripts are untrusted input
 
 
-def _str(value: Any, limit: int | None = None) -> str | None:
-    if isinstance(value, str):
-        return value if limit is None else value[:limit]
-    return None
-
-
-def cut_text(text: str, limit: int = PREVIEW_CHARS) -> str:
-    """``text[:limit]``, but never ending inside a credential: a value the redaction's detector
-    finds across the cut (in the uncut text) is left out whole, the text ending before it. (A
-    cut credential's head matches no pattern any more, so the export could not redact it.)"""
-    if len(text) <= limit:
-        return text
-    from . import redact
-
-    lo = max(0, limit - 1024)
-    window = text[lo:limit + 1024]
-    end = limit
-    for value, _kind, s, e in redact.detector().find(window):
-        if s < 0:  # found in a decoded form: where it stands as written, if it does
-            s = window.find(value)
-            e = s + len(value)
-            if s < 0:
-                continue
-        if lo + s < limit < lo + e:
-            end = min(end, lo + s)
-    return text[:end]
-
-
 def cut_str(value: Any, limit: int) -> str | None:
     """:func:`_str` for a text a reader sees (a label, a title, a path): cut by :func:`cut_text`."""
     return cut_text(value, limit) if isinstance(value, str) else None
-
-
-def _int(value: Any) -> int | None:
-    if isinstance(value, bool):
-        return int(value)
-    if isinstance(value, int):
-        return value if -(2**63) <= value < 2**63 else None
-    if isinstance(value, float) and value == value and abs(value) < 2**63:
-        return int(value)
-    return None
-
-
-def _num(value: Any) -> float | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, (int, float)):
-        try:
-            f = float(value)
-        except OverflowError:
-            return None
-        return f if f == f and f not in (float("inf"), float("-inf")) else None
-    return None
-
-
-def _dumps(value: Any, sort_keys: bool = False) -> str:
-    try:
-        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS if sort_keys else None).decode()
-    except (TypeError, orjson.JSONEncodeError):
-        # Integers beyond 64 bits, parsed by the fallback loader.
-        return json.dumps(value, ensure_ascii=False, sort_keys=sort_keys, allow_nan=True)
 
 
 def format_timestamp(value: Any) -> str | None:
@@ -211,10 +159,6 @@ def format_timestamp(value: Any) -> str | None:
         return None
     dt = datetime.fromtimestamp(ms / 1000.0, tz=timezone.utc)
     return dt.strftime("%Y-%m-%d %H:%M:%S.") + f"{dt.microsecond // 1000:03d}"
-
-
-def strip_html(text: str) -> str:
-    return HTML_TAG_RE.sub("", text) if "<" in text else text
 
 
 def short_hash(data: bytes) -> str:
@@ -440,50 +384,6 @@ def _clean(value: Any) -> Any:
 # Rows derived from entries
 
 
-def _blocks(content: Any) -> list:
-    if isinstance(content, list):
-        return content
-    return []
-
-
-def text_preview(message: dict) -> str | None:
-    """The original design's four rules: first text, else thinking, else the
-    first text inside a toolResult block; HTML stripped; 512 characters."""
-    content = message.get("content")
-    text = None
-    if isinstance(content, str):
-        text = content
-    else:
-        blocks = _blocks(content)
-        for rule in ("text", "thinking", "toolResult"):
-            for block in blocks:
-                if not isinstance(block, dict) or block.get("type") != rule:
-                    continue
-                if rule == "toolResult":
-                    inner = block.get("content")
-                    if isinstance(inner, str):
-                        text = inner
-                    else:
-                        for sub in _blocks(inner):
-                            if isinstance(sub, dict) and sub.get("type") == "text":
-                                text = _str(sub.get("text"))
-                                if text is not None:
-                                    break
-                else:
-                    text = _str(block.get(rule))
-                if text is not None:
-                    break
-            if text is not None:
-                break
-    if text is None:
-        # Roles without blocks: pi's bashExecution, custom messages.
-        text = _str(message.get("command")) or _str(message.get("errorMessage"))
-    if text is None:
-        return None
-    # Strip before cutting, so a tag is never cut in half.
-    return cut_text(strip_html(text[: PREVIEW_CHARS * 8]))
-
-
 def result_failed(message: dict) -> tuple[bool, int | None, int | None]:
     """(is_error, exit_code, duration_ms) for a toolResult message.
 
@@ -538,14 +438,6 @@ def message_row(entry: Entry) -> dict:
     content_present = "content" in message
     content = message.get("content")
     blocks = _blocks(content)
-    tool_blocks = [b for b in blocks if isinstance(b, dict) and b.get("type") == "toolCall"]
-    thinking = None
-    has_thinking = False
-    for b in blocks:
-        if isinstance(b, dict) and b.get("type") == "thinking":
-            has_thinking = True
-            thinking = _str(b.get("thinking"))
-            break
     native_role = _str(message.get("role"), 64)
     role = V.openclaw_role(native_role)
     is_error = message.get("isError") is True
@@ -560,36 +452,17 @@ def message_row(entry: Entry) -> dict:
         exit_code = _int(message.get("exitCode"))
         is_error = exit_code is not None and exit_code != 0
     usage = message.get("usage")
-    row = {
-        "message_uuid": entry.entry_id,
-        "parent_message_uuid": entry.parent_id,
-        "role": role,
-        "native_role": native_role,
-        "content_blocks": _dumps(content) if content_present else None,
-        "text_preview": text_preview(message),
-        "first_tool_call": _str(tool_blocks[0].get("name"), 128) if tool_blocks else None,
-        "tool_call_count": len(tool_blocks),
-        "tool_calls_json": _dumps(tool_blocks) if tool_blocks else None,
-        "thinking_text": thinking,
-        "has_thinking": int(has_thinking),
-        "has_tool_calls": int(bool(tool_blocks)),
-        "is_error": int(is_error),
-        "is_synthetic": int(is_synthetic(message)),
-        "provider": _str(message.get("provider"), 64),
-        "model": _str(message.get("model"), 128),
-        "api": _str(message.get("api"), 64),
-        "stop_reason": _str(message.get("stopReason"), 64),
-        "error_message": _str(message.get("errorMessage")),
-        "tool_call_id": tool_call_id,
-        "tool_name": tool_name,
-        "exit_code": exit_code,
-        "duration_ms": duration,
-        "timestamp": format_timestamp(obj.get("timestamp")) or format_timestamp(message.get("timestamp")),
-        "seq": entry.line_index,
-        "call_key": None,
-        "cost_source": None, "cache_write_5m_tokens": None, "cache_write_1h_tokens": None,
-        "is_context": int(role == V.SYSTEM), "time_approximate": 0, "usage_invalid": 0,
-    }
+    row = R.message_row(
+        entry.entry_id, role, blocks=blocks, native_role=native_role, parent=entry.parent_id,
+        timestamp=format_timestamp(obj.get("timestamp")) or format_timestamp(message.get("timestamp")),
+        seq=entry.line_index,
+        # content as written (a string, or even null), and the preview's rules for roles without blocks
+        content_blocks=_dumps(content) if content_present else None, text_preview=text_preview(message),
+        is_error=is_error, is_synthetic=is_synthetic(message), provider=message.get("provider"),
+        model=message.get("model"), api=message.get("api"), stop_reason=message.get("stopReason"),
+        error_message=message.get("errorMessage"), tool_call_id=tool_call_id, tool_name=tool_name,
+        exit_code=exit_code, duration_ms=duration,
+    )
     cost = None
     if isinstance(usage, dict):
         invalid = False
@@ -628,31 +501,11 @@ def _without_content(obj: dict, message: dict) -> dict:
 
 
 def tool_call_rows(entry: Entry, row: dict, shell_tools: frozenset) -> list[dict]:
-    """One row per toolCall block of a message; a call of one of ``shell_tools``
-    (the kind's) gets its ``command`` (a string ``arguments.command``), no other call does."""
+    """One row per toolCall block of a message (rows.tool_call_rows)."""
     message = entry.obj.get("message")
     if not isinstance(message, dict):
         return []
-    out = []
-    for index, block in enumerate(_blocks(message.get("content"))):
-        if not isinstance(block, dict) or block.get("type") != "toolCall":
-            continue
-        name = _str(block.get("name"), 128)
-        arguments = block.get("arguments")
-        command = None
-        if name in shell_tools and isinstance(arguments, dict):
-            command = _str(arguments.get("command"))
-        out.append(
-            {
-                "block_index": index,
-                "call_id": _str(block.get("id"), 255),
-                "tool_name": name,
-                "arguments": _dumps(arguments) if "arguments" in block else None,
-                "command": command,
-                "timestamp": row["timestamp"],
-            }
-        )
-    return out
+    return R.tool_call_rows(_blocks(message.get("content")), row["timestamp"], shell_tools)
 
 
 def entry_preview(obj: dict) -> str | None:

@@ -1,0 +1,268 @@
+"""The one row builder: a ``messages`` row and its ``tool_calls`` rows from what a
+kind knows about a message (docs/vocabulary.md says what each column means).
+
+A kind module maps its own record to the archive's words (a role of
+:data:`vocabulary.ROLES`, content as pi-style blocks: ``text``, ``thinking``,
+``toolCall``, ``toolResult``, ``image``) and calls :func:`message_row`; the
+derived columns (``first_tool_call``, ``tool_call_count``, ``tool_calls_json``,
+``has_tool_calls``, ``thinking_text``, ``has_thinking``, ``text_preview``,
+``content_blocks``, ``is_context``), the defaults of every other column and the
+widths the schema declares are made here, once, the same for every kind.
+:func:`tool_call_rows` makes one ``tool_calls`` row per ``toolCall`` block; a call
+gets a ``command`` only when its tool is one of the kind's shell tools.
+
+The small total conversions transcripts need (they are untrusted input) live
+here too, below every kind: :func:`text`, :func:`integer`, :func:`number`,
+:func:`dumps`, :func:`cut_text`, :func:`strip_html`, :func:`text_preview`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import orjson
+
+from . import schema
+from . import vocabulary as V
+
+PREVIEW_CHARS = 512
+HTML_TAG_RE = re.compile(r"<[^<>]*>")
+
+# ---------------------------------------------------------------------------
+# Small, total conversions
+
+
+def text(value: Any, limit: int | None = None) -> str | None:
+    """``value`` if it is a string (its first ``limit`` characters), else None."""
+    if isinstance(value, str):
+        return value if limit is None else value[:limit]
+    return None
+
+
+def integer(value: Any) -> int | None:
+    """An integer that fits 64 bits (a bool as 0/1, a finite float truncated), else None."""
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, int):
+        return value if -(2**63) <= value < 2**63 else None
+    if isinstance(value, float) and value == value and abs(value) < 2**63:
+        return int(value)
+    return None
+
+
+def number(value: Any) -> float | None:
+    """A finite float (never from a bool), else None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        try:
+            f = float(value)
+        except OverflowError:
+            return None
+        return f if f == f and f not in (float("inf"), float("-inf")) else None
+    return None
+
+
+def dumps(value: Any, sort_keys: bool = False) -> str:
+    """Compact JSON text (integers beyond 64 bits, from the fallback loader, too)."""
+    try:
+        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS if sort_keys else None).decode()
+    except (TypeError, orjson.JSONEncodeError):
+        return json.dumps(value, ensure_ascii=False, sort_keys=sort_keys, allow_nan=True)
+
+
+def strip_html(value: str) -> str:
+    return HTML_TAG_RE.sub("", value) if "<" in value else value
+
+
+def cut_text(value: str, limit: int = PREVIEW_CHARS) -> str:
+    """``value[:limit]``, but never ending inside a credential: a value the redaction's detector
+    finds across the cut (in the uncut text) is left out whole, the text ending before it. (A
+    cut credential's head matches no pattern any more, so the export could not redact it.)"""
+    if len(value) <= limit:
+        return value
+    from . import redact
+
+    lo = max(0, limit - 1024)
+    window = value[lo:limit + 1024]
+    end = limit
+    for found, _kind, s, e in redact.detector().find(window):
+        if s < 0:  # found in a decoded form: where it stands as written, if it does
+            s = window.find(found)
+            e = s + len(found)
+            if s < 0:
+                continue
+        if lo + s < limit < lo + e:
+            end = min(end, lo + s)
+    return value[:end]
+
+
+def blocks_of(content: Any) -> list:
+    return content if isinstance(content, list) else []
+
+
+def text_preview(message: dict) -> str | None:
+    """The original design's four rules: first text, else thinking, else the
+    first text inside a toolResult block; HTML stripped; 512 characters.
+    ``message`` holds ``content`` (a string or blocks), and for roles without
+    blocks a ``command`` or an ``errorMessage``."""
+    content = message.get("content")
+    found = None
+    if isinstance(content, str):
+        found = content
+    else:
+        blocks = blocks_of(content)
+        for rule in ("text", "thinking", "toolResult"):
+            for block in blocks:
+                if not isinstance(block, dict) or block.get("type") != rule:
+                    continue
+                if rule == "toolResult":
+                    inner = block.get("content")
+                    if isinstance(inner, str):
+                        found = inner
+                    else:
+                        for sub in blocks_of(inner):
+                            if isinstance(sub, dict) and sub.get("type") == "text":
+                                found = text(sub.get("text"))
+                                if found is not None:
+                                    break
+                else:
+                    found = text(block.get(rule))
+                if found is not None:
+                    break
+            if found is not None:
+                break
+    if found is None:
+        # Roles without blocks: pi's bashExecution, custom messages.
+        found = text(message.get("command")) or text(message.get("errorMessage"))
+    if found is None:
+        return None
+    # Strip before cutting, so a tag is never cut in half.
+    return preview(found)
+
+
+def preview(value: str | None) -> str | None:
+    """A text as a preview: HTML stripped, cut at 512 characters (never inside a credential)."""
+    if value is None:
+        return None
+    return cut_text(strip_html(value[: PREVIEW_CHARS * 8]))
+
+
+# ---------------------------------------------------------------------------
+# The rows
+
+# Columns the writer fills (where a row goes, its identity in the store, how it is counted).
+WRITER_COLUMNS = frozenset({"id", "session_id", "server", "agent_id", "session_uuid", "created_at",
+                            "is_active_path", "usage_counted", "raw_hash", "source", "calls_elsewhere"})
+MESSAGE_COLUMNS = tuple(c for c, _t in schema.TABLES["messages"] if c not in WRITER_COLUMNS)
+USAGE_COLUMNS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "total_tokens")
+# Strings cut at the width the schema gives them (``str:N``), the same in every store; a
+# string column holds a string or nothing (a number a transcript wrote there is not kept).
+_WIDTHS = {c: int(t.split(":", 1)[1]) for c, t in schema.TABLES["messages"]
+           if t.startswith("str:") and c in MESSAGE_COLUMNS and c != "text_preview"}
+_STRINGS = tuple(c for c, t in schema.TABLES["messages"]
+                 if (t.startswith("str:") or t == "text") and c in MESSAGE_COLUMNS)
+# Flags stored as 0/1.
+_FLAGS = tuple(c for c, t in schema.TABLES["messages"] if t == "bool" and c in MESSAGE_COLUMNS)
+_DEFAULTS = {c: (0 if c in _FLAGS else None) for c in MESSAGE_COLUMNS}
+_DERIVE = object()
+
+
+def message_row(uuid: str, role: str, *, blocks: list | None = None, content: Any = _DERIVE,
+                native_role: str | None = None, parent: str | None = None, timestamp: str | None = None,
+                seq: int | None = None, raw_json: str | None = None, text_preview: Any = _DERIVE,
+                thinking: Any = _DERIVE, **fields: Any) -> dict:
+    """The ``messages`` row of one message (every key, so the rows of a batch share one INSERT).
+
+    ``role``: one of the vocabulary's four words; ``native_role`` the kind's own.
+    ``blocks``: the message's content as pi-style blocks (None: a row without content);
+    ``content``: what ``content_blocks`` keeps when it is not ``blocks`` as they are
+    (a kind whose content is a string, say; None: no content). ``text_preview`` and
+    ``thinking`` (``thinking_text``) are derived from the blocks unless given.
+    ``fields``: any other column (usage, model, tool result, flags); a name that is not a
+    column is an error. Flags become 0/1; a string column keeps a string (cut to its schema
+    width) or None.
+    """
+    if role not in V.ROLES:
+        raise ValueError(f"role {role!r} is not one of the vocabulary's {V.ROLES}")
+    row = dict(_DEFAULTS)
+    listed = blocks if blocks is not None else []
+    tools = [b for b in listed if isinstance(b, dict) and b.get("type") == "toolCall"]
+    has_thinking = False
+    first_thinking = None
+    for b in listed:
+        if isinstance(b, dict) and b.get("type") == "thinking":
+            has_thinking = True
+            first_thinking = text(b.get("thinking"))
+            break
+    if content is _DERIVE:
+        content = blocks
+    row.update({
+        "message_uuid": uuid, "parent_message_uuid": parent, "role": role, "native_role": native_role,
+        "content_blocks": dumps(content) if content is not None else None,
+        "text_preview": (_preview_of(content, blocks) if text_preview is _DERIVE else text_preview),
+        "first_tool_call": text(tools[0].get("name")) if tools else None,
+        "tool_call_count": len(tools),
+        "tool_calls_json": dumps(tools) if tools else None,
+        "has_tool_calls": int(bool(tools)),
+        "thinking_text": first_thinking if thinking is _DERIVE else thinking,
+        "has_thinking": int(has_thinking),
+        "is_context": int(role == V.SYSTEM),
+        "timestamp": timestamp, "seq": seq, "raw_json": raw_json,
+    })
+    for name, value in fields.items():
+        if name not in row:
+            raise TypeError(f"messages has no column {name!r}")
+        row[name] = value
+    for name in _FLAGS:
+        value = row[name]
+        if value.__class__ is not int:
+            row[name] = int(bool(value))
+    for name in _STRINGS:
+        value = row[name]
+        if value is not None and value.__class__ is not str:
+            row[name] = None
+    for name, width in _WIDTHS.items():
+        value = row[name]
+        if value is not None and len(value) > width:
+            row[name] = value[:width]
+    return row
+
+
+def _preview_of(content: Any, blocks: list | None) -> str | None:
+    if isinstance(content, str):
+        return text_preview({"content": content})
+    if blocks is None:
+        return None
+    return text_preview({"content": blocks})
+
+
+def tool_call_rows(blocks: list | None, timestamp: str | None, shell_tools: frozenset,
+                   commands: dict | None = None) -> list[dict]:
+    """One ``tool_calls`` row per ``toolCall`` block (``block_index``: its place among all
+    the blocks). A call of one of ``shell_tools`` (the kind's one list) gets its command: a
+    string ``arguments.command``, or ``commands[block_index]`` where the kind gives it (a
+    command written as a list, say); no other call gets one."""
+    out = []
+    for index, block in enumerate(blocks or ()):
+        if not isinstance(block, dict) or block.get("type") != "toolCall":
+            continue
+        name = text(block.get("name"), 128)
+        arguments = block.get("arguments")
+        command = None
+        if name in shell_tools:
+            if commands is not None and index in commands:
+                command = commands[index]
+            elif isinstance(arguments, dict):
+                command = text(arguments.get("command"))
+        out.append({
+            "block_index": index,
+            "call_id": text(block.get("id"), 255),
+            "tool_name": name,
+            "arguments": dumps(arguments) if "arguments" in block else None,
+            "command": command,
+            "timestamp": timestamp,
+        })
+    return out
