@@ -19,6 +19,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import agent_server_fixture as F  # noqa: E402
+from vocabulary_checks import assert_vocabulary  # noqa: E402
 from test_codex import SAMPLE_PATHS as CODEX_PATHS  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
@@ -102,41 +103,11 @@ def q(db: Path, sql: str, params=()) -> list[tuple]:
 def test_every_kind_answers_in_the_vocabulary(work):
     db = work["new"]
     assert {s for (s,) in q(db, "SELECT DISTINCT source FROM messages")} >= KINDS
-    # messages by role: the four words only, on every kind; the kind's own word kept beside it
-    by_role = q(db, "SELECT source, role, COUNT(*) FROM messages GROUP BY 1, 2")
-    assert {r for _, r, _ in by_role} <= ROLES, by_role
-    for kind in KINDS:
-        roles = {r for s, r, _ in by_role if s == kind}
-        assert {"user", "assistant"} <= roles, (kind, roles)
-    assert q(db, "SELECT COUNT(*) FROM messages WHERE native_role IS NULL")[0][0] == 0
-    # usage: only on assistant rows (the model call's), counted once per call
-    assert q(db, "SELECT source, role, COUNT(*) FROM messages WHERE role <> 'assistant' AND (input_tokens IS NOT NULL "
-                 "OR output_tokens IS NOT NULL OR total_tokens IS NOT NULL OR cost_usd IS NOT NULL) GROUP BY 1, 2") == []
-    assert q(db, "SELECT COUNT(*) FROM (SELECT session_id, call_key FROM messages WHERE call_key IS NOT NULL "
-                 "AND usage_counted = 1 GROUP BY 1, 2 HAVING COUNT(*) > 1)")[0][0] == 0
-    # model calls: every kind that records usage has them, on assistant rows
-    calls = dict(q(db, "SELECT source, COUNT(*) FROM messages WHERE call_key IS NOT NULL AND usage_counted = 1 "
-                       "GROUP BY 1"))
-    assert {"openclaw", "pi", "codex", "claude-code", "agent-server"} <= set(calls), calls
-    # tool results: each names its call, and the call is paired with it
-    unpaired = q(db, "SELECT m.source, COUNT(*) FROM messages m WHERE m.role = 'toolResult' AND (m.tool_call_id IS NULL "
-                     "OR NOT EXISTS (SELECT 1 FROM tool_calls t WHERE t.session_id = m.session_id "
-                     "AND t.call_id = m.tool_call_id)) GROUP BY 1")
-    assert unpaired == [], unpaired
-    # tool calls sit on assistant rows; shell calls of the kinds that have them carry exit codes
-    assert q(db, "SELECT DISTINCT m.role FROM tool_calls t JOIN messages m ON m.id = t.message_id") == [("assistant",)]
-    shell = dict(q(db, "SELECT source, SUM(exit_code IS NOT NULL) FROM tool_calls WHERE command IS NOT NULL GROUP BY 1"))
-    assert shell.get("openclaw", 0) > 0 and shell.get("codex", 0) > 0 and shell.get("agent-server", 0) > 0, shell
-    # thinking: only on assistant rows
-    assert q(db, "SELECT DISTINCT role FROM messages WHERE has_thinking = 1") == [("assistant",)]
-    # context: system rows and only they
-    assert q(db, "SELECT role, is_context, COUNT(*) FROM messages WHERE (role = 'system') <> (is_context = 1) "
-                 "GROUP BY 1, 2") == []
-    # a title (or a first prompt to make one) for every session that has a prompt
-    no_prompt = q(db, "SELECT COUNT(*) FROM sessions s WHERE s.title IS NULL AND EXISTS (SELECT 1 FROM messages m "
-                      "WHERE m.session_id = s.id AND m.role = 'user') AND NOT EXISTS (SELECT 1 FROM messages m "
-                      "WHERE m.session_id = s.id AND m.role = 'user' AND m.text_preview IS NOT NULL)")
-    assert no_prompt[0][0] == 0
+    assert {r for (r,) in q(db, "SELECT DISTINCT role FROM messages")} <= ROLES
+    # the same questions, kind by kind (tests/vocabulary_checks.py: a new kind's tests ask them too)
+    for kind in sorted(KINDS):
+        assert_vocabulary(db, kind, usage=kind != "mini-openclaw",
+                          shell_exit_codes=kind in ("openclaw", "codex", "agent-server"))
 
 
 def test_stats_by_role_and_totals_unchanged(work):
