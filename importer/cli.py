@@ -280,6 +280,62 @@ def stats(db, as_json, by):
 
 
 @cli.command()
+@click.option("--db", envvar="AGENTBASE_DB", help=DB_HELP)
+@click.option("--config", "config_file", type=click.Path(dir_okay=False),
+              help="Check this config file's servers (default: $AGENTBASE_CONFIG or ~/.config/agentbase/config.yml "
+                   "if it exists; else this machine).")
+@click.option("--all", "everything", is_flag=True, help="Also the kinds neither found nor archived.")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object: servers, each with its kinds.")
+def doctor(db, config_file, everything, as_json):
+    """Which agents are covered: every kind's default places on every server (found or not), and
+    from the archive its files, sessions, the last one, unknown record types and versions seen."""
+    from .config import ConfigError, default_config_path, load_config
+    from .doctor import diagnose, format_text, local_server
+
+    config = None
+    if config_file is not None or default_config_path().is_file():
+        try:
+            config = load_config(config_file)
+        except ConfigError as exc:
+            raise click.ClickException(str(exc)) from None
+    store = _open(db or (config.database if config is not None else None), create=False)
+    remotes = []
+    try:
+        servers = []
+        if config is None:
+            servers.append(local_server())
+        else:
+            from .remote import RemoteError, RemoteServer
+            from .sources import FileSystem
+
+            for s in config.servers:
+                if s.local:
+                    servers.append((s.name, "this machine", FileSystem(follow_symlinks=config.follow_symlinks), None))
+                    continue
+                remote = RemoteServer(s, config)
+                try:
+                    remote.connect()
+                except RemoteError as exc:
+                    servers.append((s.name, f"ssh {s.host}", None, f"not reached: {exc}"))
+                    continue
+                remotes.append(remote)
+                servers.append((s.name, f"ssh {remote.endpoint}", remote.fs, None))
+        reports = diagnose(store, servers)
+    except StoreError as exc:
+        raise click.ClickException(str(exc)) from None
+    finally:
+        for remote in remotes:
+            remote.close()
+        store.close()
+    if as_json:
+        from .terminal import json_text
+
+        click.echo(json_text(orjson.dumps({"servers": [r.as_dict() for r in reports]}).decode()))
+    else:
+        click.echo(format_text(reports, everything), nl=False)
+
+
+@cli.command()
 @click.argument("kind", type=click.Choice(["daily", "monthly", "session"]))
 @click.option("--db", envvar="AGENTBASE_DB", help=DB_HELP)
 @click.option("--since", help="First day (YYYY-MM-DD or YYYYMMDD, local).")
