@@ -87,6 +87,22 @@ def test_doctor_lists_places_sessions_and_unknown_types(tmp_path, codex_files):
     assert "hologram_state x2" in text.stdout
     assert "more kinds neither found nor archived here" in text.stdout
     assert "claude-code" in agentbase(home, "doctor", "--all").stdout
+    # the dashboard's coverage panel says the same from the snapshot
+    from conftest import serving
+
+    snapshot = tmp_path / "snap.db"
+    got = agentbase(home, "export", "-o", str(snapshot), "-q")
+    assert got.returncode == 0, got.stderr
+    with serving(snapshot) as served:
+        status, _h, page, _t = served.request("GET", "/-/agentbase")
+    assert status == 200 and 'id="coverage"' in page and SECRET not in page
+    panel = page[page.index('id="coverage"'):]
+    panel = panel[:panel.index("</table>")]
+    rows = {r.split('data-source="', 1)[1].split('"', 1)[0]: r for r in panel.split("<tr")[2:]}
+    assert set(rows) == {"codex", "pi"}
+    cells = [c.split(">", 1)[1].split("<", 1)[0] for c in rows["codex"].split("<td")[1:]]
+    assert cells[2] == str(codex_sessions) and cells[4] == str(len(codex_files))
+    assert ">2</span>" in rows["pi"].split("<td")[7]  # the two records pi did not know
 
 
 def test_a_renamed_key_is_warned_about_and_a_readable_file_is_not(tmp_path, codex_files):
