@@ -15,7 +15,8 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
-CODEX = SHARED / "other-samples" / "codex" / "JaydenXsoe__ocodex" / ".codex" / "sessions"
+CODEX_HOMES = [SHARED / "other-samples" / "codex" / repo / ".codex" / "sessions"
+               for repo in ("JaydenXsoe__ocodex", "EdofEngland__code_butler")]
 SECRET = "sk-proj-" + "Q7x" * 16  # planted in an unknown record: never printed by doctor
 
 
@@ -28,11 +29,11 @@ def agentbase(home: Path, *args: str) -> subprocess.CompletedProcess:
 
 @pytest.fixture
 def codex_files() -> list[Path]:
-    files = sorted(CODEX.rglob("rollout-*.jsonl"))
-    if not files:
+    files = [(f, home) for home in CODEX_HOMES for f in sorted(home.rglob("rollout-*.jsonl"))]
+    if len({home for _, home in files}) < len(CODEX_HOMES):
         if os.environ.get("CI", "").strip().lower() == "true":
-            pytest.fail(f"Codex samples missing under {CODEX}")
-        pytest.skip(f"no Codex samples at {CODEX}")
+            pytest.fail(f"Codex samples missing under {CODEX_HOMES}")
+        pytest.skip(f"no Codex samples at {CODEX_HOMES}")
     return files
 
 
@@ -52,13 +53,19 @@ def _pi_file(path: Path) -> None:
 
 def test_doctor_lists_places_sessions_and_unknown_types(tmp_path, codex_files):
     home = tmp_path / "home"
-    for f in codex_files:
-        target = home / ".codex" / "sessions" / f.relative_to(CODEX)
+    for f, root in codex_files:
+        target = home / ".codex" / "sessions" / f.relative_to(root)
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(f, target)
     _pi_file(home / ".pi" / "agent" / "sessions" / "--w--" / "2026-03-01T10-00-00-000Z_doctor-pi-1.jsonl")
-    # the oracle: Codex writes one rollout file per session, named after its id
-    codex_sessions = len({f.stem.rsplit("-", 5)[-5:].__str__() for f in codex_files})
+    # the oracle: Codex writes one rollout file per session; newer ones say their CLI's version
+    codex_sessions = len(codex_files)
+    versions = set()
+    for f, _root in codex_files:
+        first = json.loads(f.read_text().splitlines()[0])
+        if first.get("type") == "session_meta" and first["payload"].get("cli_version"):
+            versions.add(first["payload"]["cli_version"])
+    assert versions  # (the newer sample has one)
     got = agentbase(home, "import", "-q")  # no PATH: every kind's default places in this HOME
     assert got.returncode == 0, got.stderr
     got = agentbase(home, "doctor", "--json")
@@ -71,7 +78,7 @@ def test_doctor_lists_places_sessions_and_unknown_types(tmp_path, codex_files):
     assert codex["found"] and codex["places"] == [{"path": "~/.codex", "found": True}]
     assert codex["sessions"] == codex_sessions and codex["files"] == len(codex_files)
     assert codex["last_file"].endswith(".jsonl") and codex["last_session_at"]
-    assert codex["unknown_types"] == []
+    assert codex["unknown_types"] == [] and set(codex["versions"]) == versions
     pi = kinds["pi"]
     assert pi["found"] and pi["sessions"] == 1
     assert [(u["type"], u["count"]) for u in pi["unknown_types"]] == [("hologram_state", 2)]
@@ -102,6 +109,7 @@ def test_doctor_lists_places_sessions_and_unknown_types(tmp_path, codex_files):
     assert set(rows) == {"codex", "pi"}
     cells = [c.split(">", 1)[1].split("<", 1)[0] for c in rows["codex"].split("<td")[1:]]
     assert cells[2] == str(codex_sessions) and cells[4] == str(len(codex_files))
+    assert set(cells[7].split(", ")) == versions
     assert ">2</span>" in rows["pi"].split("<td")[7]  # the two records pi did not know
 
 
@@ -109,7 +117,7 @@ def test_a_renamed_key_is_warned_about_and_a_readable_file_is_not(tmp_path, code
     home = tmp_path / "home"
     day = home / ".codex" / "sessions" / "2025" / "01" / "01"
     day.mkdir(parents=True)
-    sample = codex_files[0]
+    sample = codex_files[0][0]
     # the format changed: every record's "type" key is now called "kind"
     (day / sample.name).write_text(sample.read_text().replace('"type":', '"kind":'))
     got = agentbase(home, "import", str(home / ".codex"), "-q")
@@ -121,7 +129,7 @@ def test_a_renamed_key_is_warned_about_and_a_readable_file_is_not(tmp_path, code
     day2 = home2 / ".codex" / "sessions" / "2025" / "01" / "01"
     day2.mkdir(parents=True)
     (day2 / sample.name).write_text(sample.read_text().replace('"type":', '"kind":'))
-    shutil.copyfile(codex_files[1], day2 / codex_files[1].name)
+    shutil.copyfile(codex_files[1][0], day2 / codex_files[1][0].name)
     got = agentbase(home2, "import", str(home2 / ".codex"), "-q")
     assert got.returncode == 0 and "format not recognised" not in got.stderr, got.stderr
     # and a file seen before that only grows never warns: re-import the first home unchanged
