@@ -336,7 +336,7 @@ def doctor(db, config_file, everything, as_json):
 
 
 @cli.command()
-@click.argument("kind", type=click.Choice(["daily", "monthly", "session"]))
+@click.argument("kind", type=click.Choice(["daily", "weekly", "monthly", "session", "blocks"]))
 @click.option("--db", envvar="AGENTBASE_DB", help=DB_HELP)
 @click.option("--since", help="First day (YYYY-MM-DD or YYYYMMDD, local).")
 @click.option("--until", help="Last day (YYYY-MM-DD or YYYYMMDD, local).")
@@ -344,20 +344,23 @@ def doctor(db, config_file, everything, as_json):
 @click.option("--server", help="Only this server.")
 @click.option("--source", help="Only this source kind (openclaw, pi, claude-code, codex, ...).")
 @click.option("--breakdown", is_flag=True, help="A line per model under each row.")
+@click.option("--order", type=click.Choice(["asc", "desc"]), default="asc", show_default=True,
+              help="Oldest first (asc) or newest first (desc).")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object: rows and totals.")
 @click.option("--timezone", "zone", envvar="AGENTBASE_TIMEZONE",
               help="IANA time zone of the days (default: this machine's).")
-def report(kind, db, since, until, agent, server, source, breakdown, as_json, zone):
-    """Tokens and cost per local day, month or session, with a totals row: each
-    model call once, calls without a price counted apart (never $0)."""
+def report(kind, db, since, until, agent, server, source, breakdown, order, as_json, zone):
+    """Tokens and cost per local day, week, month, session or 5-hour billing block, with a totals
+    row: each model call once, calls without a price counted apart (never $0)."""
     from .zones import resolve_zone
     from .prices import current
-    from .report import as_json as report_json, collect, format_table
+    from .report import as_json as report_json, collect, format_table, ordered
 
     store = _open(db, create=False)
     try:
         zone_name, tz = resolve_zone(zone)
-        rows = collect(store, kind, tz, since=since, until=until, agent=agent, server=server, source=source)
+        rows = ordered(collect(store, kind, tz, since=since, until=until, agent=agent, server=server,
+                               source=source), order)
     except StoreError as exc:
         raise click.ClickException(str(exc)) from None
     finally:
