@@ -16,7 +16,8 @@ from .store import StoreError, default_db_path, open_store
 from .config import default_config_path
 
 DB_HELP = (
-    "Archive URL: sqlite:///path/to/file.db (env AGENTBASE_DB). "
+    "Archive URL: sqlite:///path/to/file.db or mysql://user@host/database (MariaDB; password from "
+    "$AGENTBASE_DB_PASSWORD) (env AGENTBASE_DB). "
     "Default: the embedded store at $AGENTBASE_HOME/agentbase.db or ~/.local/share/agentbase/agentbase.db."
 )
 
@@ -68,16 +69,50 @@ def _demo_paths() -> list[str]:
     return [str(root)]
 
 
-@click.group()
+def _kinds_line() -> str:
+    from .sources import kinds
+
+    return "Kinds read: " + ", ".join(kinds()) + "."
+
+
+class _Group(click.Group):
+    """The top-level help names every kind the registry holds (built in and plug-ins)."""
+
+    def format_help_text(self, ctx, formatter) -> None:
+        super().format_help_text(ctx, formatter)
+        with formatter.indentation():
+            formatter.write_paragraph()
+            formatter.write_text(_kinds_line())
+
+
+class _ImportCommand(click.Command):
+    """`import --help` lists every kind's default places (where a PATH-less import looks)."""
+
+    def format_epilog(self, ctx, formatter) -> None:
+        from .sources import all_sources
+
+        places: dict[str, list[str]] = {}
+        for source in all_sources():
+            got = places.setdefault(source.kind, [])
+            got.extend(p for p in source.candidates() if p not in got)
+        formatter.write_paragraph()
+        formatter.write_text("Default places, per kind (imported when no PATH and no config is given):")
+        with formatter.indentation():
+            for kind, found in places.items():
+                formatter.write_text(f"{kind}: {', '.join(found) if found else '(none: name a PATH)'}")
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="agentbase")
 @click.option("-v", "--verbose", is_flag=True, help="Log diagnostics to stderr.")
 def cli(verbose: bool) -> None:
-    """AgentBase: archive and explore OpenClaw agent transcripts."""
+    """AgentBase: archive and explore AI agents' transcripts (JSONL, JSON, SQLite, Markdown), from this
+    machine and over SSH: a searchable, browsable record of what they said, thought, ran and spent."""
     _quiet_limits()
     logging.basicConfig(level=logging.DEBUG if verbose else logging.WARNING, format="%(levelname)s %(message)s")
 
 
-@cli.command(name="import")
+@cli.command(name="import", cls=_ImportCommand)
 @click.argument("paths", nargs=-1, type=click.Path())
 @click.option("--server", help="Server name for these paths (default: this host's short name; "
               "a folder of per-server trees names each server after its subfolder).")
@@ -551,7 +586,7 @@ def watch(paths, config_file, db, output, interval, quiet):
 
 @cli.command()
 @click.argument("snapshot", required=False, type=click.Path())
-@click.option("-h", "--host", default="127.0.0.1", show_default=True,
+@click.option("--host", default="127.0.0.1", show_default=True,
               help="Address to bind (0.0.0.0 makes the explorer reachable from other machines).")
 @click.option("-p", "--port", default=8001, show_default=True, type=int, help="Port to listen on.")
 @click.option("-m", "--metadata", "metadata_path", type=click.Path(exists=True, dir_okay=False),
