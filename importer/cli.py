@@ -97,9 +97,10 @@ class _ImportCommand(click.Command):
             got.extend(p for p in source.candidates() if p not in got)
         formatter.write_paragraph()
         formatter.write_text("Default places, per kind (imported when no PATH and no config is given):")
-        with formatter.indentation():
-            for kind, found in places.items():
-                formatter.write_text(f"{kind}: {', '.join(found) if found else '(none: name a PATH)'}")
+        width = max(len(k) for k in places) + 1
+        for kind, found in places.items():  # one place a line, never wrapped inside a path
+            for i, place in enumerate(found or ["(none: name a PATH)"]):
+                formatter.write(f"  {(kind + ':') if i == 0 else '':<{width}} {place}\n")
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
