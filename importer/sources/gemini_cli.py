@@ -65,7 +65,7 @@ _UUID_RE = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F
 _SESSION_NAME_RE = re.compile(r"^session-\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-(?P<id>[0-9a-fA-F]{8})")
 _CHECKPOINT_NAME_RE = re.compile(r"^(?P<d>\d{4}-\d{2}-\d{2})T(?P<h>\d{2})-(?P<m>\d{2})-(?P<s>\d{2})_(?P<ms>\d{3})Z-")
 _EXIT_CODE_RE = re.compile(rb"^Exit Code: (-?\d{1,10})\s*$", re.M)
-_QWEN_TYPE = re.compile(rb'"type"\s*:\s*"qwen"')
+QWEN_TYPE = re.compile(rb'"type"\s*:\s*"qwen"')  # a Qwen Code model message (its old layout is this format)
 _GEMINI_TYPE = re.compile(rb'"type"\s*:\s*"gemini"')
 
 
@@ -376,7 +376,7 @@ def session_uuid_of(session_id, stem: str, folder: str | None) -> str:
 def looks_like_gemini(head: bytes) -> bool:
     """Whether a file's first bytes read as a Gemini CLI chat (not a Qwen Code one, whose old
     layout is the same with ``type: "qwen"``)."""
-    if _QWEN_TYPE.search(head):
+    if QWEN_TYPE.search(head):
         return False
     h = head.lstrip()
     if not h.startswith(b"{"):

@@ -36,6 +36,7 @@ from .. import rows as R
 from .. import vocabulary as V
 from ..parser import ChunkResult, Entry, ParseState
 from ..units import Batch, Checkpoint, NotATranscript, Outcome, SessionInfo, SourceError, Unit
+from . import gemini_cli as G
 from .base import Discovery, Scope, Source
 from .fs import FileSystem
 from .reader import read_lines
@@ -56,10 +57,8 @@ CONTEXT_SETUP = ("This is the Qwen Code.", "This is the Gemini CLI.")
 CANNED_REPLY = "Got it. Thanks for the context!"
 REMINDER_RE = re.compile(r"^\s*<system-reminder>.*?</system-reminder>\s*", re.S)
 MAIN_PROMPT_RE = re.compile(r"^#+\d+$")
-EXIT_RE = re.compile(r"^Exit Code: *(-?\d+)", re.M)
 _HASH_RE = re.compile(r"^[0-9a-f]{64}$")
 _SESSION_NAME_RE = re.compile(r"^session-.*\.json$")
-_QWEN_TYPE_RE = re.compile(rb'"type"\s*:\s*"qwen"')
 
 
 # ---------------------------------------------------------------------------
@@ -100,7 +99,7 @@ def looks_like_session_json(head: bytes) -> bool:
     """An old session file (Gemini CLI's ``.json`` form) with a Qwen model reply in its head."""
     start = head.lstrip()[:1]
     return (start == b"{" and b'"sessionId"' in head and b'"messages"' in head
-            and bool(_QWEN_TYPE_RE.search(head)))
+            and bool(G.QWEN_TYPE.search(head)))
 
 
 def is_checkpoint_name(name: str) -> bool:
@@ -217,11 +216,11 @@ def response_text(response: Any) -> tuple[str, bool]:
 
 
 def exit_code_of(tool: str | None, output: str) -> int | None:
-    """The exit code a shell call's output says (``Exit Code: N``; ``(none)`` is none)."""
+    """The exit code a shell call's output says (``Exit Code: N``; ``(none)`` is none): Qwen's shell
+    tool is Gemini CLI's, its output read as Gemini's (the last such line)."""
     if tool not in SHELL_TOOLS:
         return None
-    found = EXIT_RE.findall(output[-8192:])  # the last one: Qwen writes it after the command's output
-    return int(found[-1]) if found else None
+    return G.shell_exit_code([{"type": "text", "text": output[-8192:]}])
 
 
 def _entry_row(entry_id: str, parent: str | None, etype: str, custom: str | None, preview: Any,
