@@ -39,7 +39,7 @@ from .. import vocabulary as V
 from ..parser import ChunkResult, Entry, ParseState
 from ..units import Batch, Checkpoint, NotATranscript, Outcome, SessionInfo, SourceError, Unit, file_token
 from .base import Discovery, Scope, Source
-from .fs import FileSystem
+from .fs import FileSystem, entry_is_dir as _is_dir, entry_is_file as _is_file, listing as _listing
 from .reader import read_lines
 
 KIND = "copilot-cli"
@@ -590,27 +590,6 @@ class HistoryFile(Unit):
 
 # ---------------------------------------------------------------------------
 # The kind
-
-
-def _listing(fs: FileSystem, path: str):
-    try:
-        return fs.listdir(path)
-    except OSError:
-        return None
-
-
-def _is_dir(e) -> bool:
-    try:
-        return e.is_dir()
-    except OSError:
-        return False
-
-
-def _is_file(e) -> bool:
-    try:
-        return e.is_file()
-    except OSError:
-        return False
 
 
 def _sniff(fs: FileSystem, path: str, size: int) -> bool:

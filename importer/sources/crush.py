@@ -169,27 +169,14 @@ def _index_copy(path: str) -> None:
         conn.close()
 
 
-class Layout:
+class Layout(readonly.Layout):
     """The readable tables' columns; raises when the database is not this kind's."""
 
     def __init__(self, conn: sqlite3.Connection):
-        try:
-            names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-            self.columns = {t: {r[1] for r in conn.execute(f"PRAGMA table_info([{t}])")}
-                            for t in sorted(names & READABLE_TABLES)}
-        except sqlite3.Error as exc:
-            raise SourceError(f"cannot read the schema: {exc}") from None
+        super().__init__(conn, READABLE_TABLES)
         if not (self.has("sessions", "id", "title") and self.has("messages", "id", "session_id", "role", "parts")):
             raise SourceError("not a crush transcript: no sessions and messages (parts) tables "
                               "(an opencode.db of sst/opencode is the opencode kind's)")
-
-    def has(self, table: str, *columns: str) -> bool:
-        cols = self.columns.get(table)
-        return cols is not None and all(c in cols for c in columns)
-
-    def select(self, table: str, columns: tuple[str, ...]) -> str:
-        have = self.columns.get(table, set())
-        return ", ".join(f"[{c}]" if c in have else f"NULL AS [{c}]" for c in columns)
 
 
 SESSION_COLUMNS = ("id", "parent_session_id", "title", "message_count", "prompt_tokens", "completion_tokens", "cost",

@@ -330,15 +330,8 @@ class StoreUnit(Unit):
         return bytes(data) if not isinstance(data, str) else data.encode("utf-8")
 
     def read(self, checkpoint: Checkpoint | None):
-        with self.fs.sqlite_copy(self.path, sorted(STORE_TABLES)) as local:
-            try:
-                conn = readonly.connect(local, STORE_TABLES)
-            except SourceError as exc:
-                raise SourceError(str(exc).replace(local, self.path)) from None
-            try:
-                return (yield from self._read(conn, checkpoint))
-            finally:
-                conn.close()
+        with readonly.connect_copy(self.fs, self.path, STORE_TABLES, STORE_TABLES) as conn:
+            return (yield from self._read(conn, checkpoint))
 
     def _messages(self, conn, root_id: str, warnings: list[str]) -> tuple[list[tuple[str, bytes | None]], Any]:
         """The root's messages in order: (blob id, its bytes or None when not fetched yet), and

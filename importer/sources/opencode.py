@@ -335,28 +335,14 @@ def session_values(*, directory: str | None, parent: str | None, title: Any, cre
 # The database
 
 
-class Layout:
+class Layout(readonly.Layout):
     """The readable tables present and their columns."""
 
     def __init__(self, conn: sqlite3.Connection):
-        try:
-            names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-            self.columns = {t: {r[1] for r in conn.execute(f"PRAGMA table_info([{t}])")}
-                            for t in sorted(names & READABLE)}
-        except sqlite3.Error as exc:
-            raise SourceError(f"cannot read the schema: {exc}") from None
+        super().__init__(conn, READABLE)
         if not (self.has("session", "id") and self.has("message", "id", "session_id", "data")
                 and self.has("part", "id", "message_id", "session_id", "data")):
             raise SourceError("not an OpenCode (sst/opencode) database: no session, message and part tables")
-
-    def has(self, table: str, *columns: str) -> bool:
-        cols = self.columns.get(table)
-        return cols is not None and all(c in cols for c in columns)
-
-    def select(self, table: str, columns: tuple[str, ...], alias: str = "") -> str:
-        have = self.columns.get(table, set())
-        prefix = f"{alias}." if alias else ""
-        return ", ".join(f"{prefix}[{c}]" if c in have else f"NULL AS [{c}]" for c in columns)
 
 
 SESSION_COLUMNS = ("id", "project_id", "parent_id", "slug", "directory", "title", "version", "time_created",
@@ -374,22 +360,15 @@ class OpencodeDB(Container):
 
     @contextmanager
     def open(self) -> Iterator[Opened]:
-        with self.fs.sqlite_copy(self.path, list(READ_TABLES)) as local:
+        with readonly.connect_copy(self.fs, self.path, READ_TABLES, READABLE) as conn:
             try:
-                conn = readonly.connect(local, READABLE)
+                layout = Layout(conn)
+                units = self._units(conn, layout)
             except SourceError as exc:
-                raise SourceError(str(exc).replace(local, self.path)) from None
-            try:
-                try:
-                    layout = Layout(conn)
-                    units = self._units(conn, layout)
-                except SourceError as exc:
-                    raise SourceError(f"{self.path}: {exc}") from None
-                except sqlite3.Error as exc:
-                    raise SourceError(f"{self.path}: cannot list the sessions: {exc}") from None
-                yield Opened(units)
-            finally:
-                conn.close()
+                raise SourceError(f"{self.path}: {exc}") from None
+            except sqlite3.Error as exc:
+                raise SourceError(f"{self.path}: cannot list the sessions: {exc}") from None
+            yield Opened(units)
 
     def _units(self, conn: sqlite3.Connection, layout: Layout) -> list[Unit]:
         agent = self.scope.agent or AGENT

@@ -38,7 +38,7 @@ from ..parser import ChunkResult, Entry, ParseState
 from ..units import Batch, Checkpoint, NotATranscript, Outcome, SessionInfo, SourceError, Unit
 from . import gemini_cli as G
 from .base import Discovery, Scope, Source
-from .fs import FileSystem
+from .fs import FileSystem, entry_is_dir as _is_dir, listing as _listing
 from .reader import read_lines
 
 KIND = "qwen-code"
@@ -706,20 +706,6 @@ SOURCE = QwenCodeSource()
 
 # ---------------------------------------------------------------------------
 # The layout
-
-
-def _listing(fs: FileSystem, path: str):
-    try:
-        return fs.listdir(path)
-    except OSError:
-        return None
-
-
-def _is_dir(entry) -> bool:
-    try:
-        return entry.is_dir()
-    except OSError:
-        return False
 
 
 def _inside_home(fs: FileSystem, path: str) -> bool:
