@@ -65,6 +65,8 @@ REQUIRED = ("session", "message", "part")
 
 # Part types folded into messages; any other is kept as an entry (entry_type ``part.<type>``).
 KNOWN_PARTS = frozenset({"text", "reasoning", "tool", "step-start", "step-finish"})
+# Part types kept as entries (never a row's content): known, so not counted as unknown records.
+ENTRY_PARTS = frozenset({"file", "patch", "snapshot", "agent", "subtask", "compaction", "retry"})
 DONE = ("completed", "error")  # tool states that have a result
 PLACEHOLDER_TITLE = re.compile(r"^(?:New session|Child session) - \d{4}-\d\d-\d\dT")
 MAX_JSON_BYTES = 64 * 1024 * 1024
@@ -165,16 +167,18 @@ class SessionParser:
             self._user(msg, parts, created)
         elif role == "assistant":
             self._assistant(msg, parts, created)
-        else:  # a role this module does not know: kept, not a message
-            self._entry(P.clamp_id(msg.id), "message.unknown", info, R.dumps({"message": info}).encode(), created,
-                        custom=R.text(role, 128))
+        else:  # a role this module does not know: kept, not a message, marked (docs/sources.md, "Unknown records")
+            self._entry(P.clamp_id(msg.id), f"message.{R.text(role) or '?'}", info, R.dumps({"message": info}).encode(),
+                        created, custom=V.UNKNOWN)
             for part in parts:
                 self._part_entry(part, created)
 
     def _part_entry(self, part: Item, ts: str | None) -> None:
         kind = R.text(part.data.get("type")) or "?"
         when = _time(_dict(part.data.get("time")).get("start")) or ts
-        self._entry(P.clamp_id(part.id), f"part.{kind}", part.data, R.dumps({"part": part.data}).encode(), when)
+        known = kind in KNOWN_PARTS or kind in ENTRY_PARTS
+        self._entry(P.clamp_id(part.id), f"part.{kind}", part.data, R.dumps({"part": part.data}).encode(), when,
+                    custom=None if known else V.UNKNOWN)
 
     def _user(self, msg: Item, parts: list[Item], created: str | None) -> None:
         info = msg.data
