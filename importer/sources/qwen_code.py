@@ -49,6 +49,7 @@ TMP = "tmp"
 CHATS = "chats"
 SHELL_TOOLS = frozenset({"run_shell_command"})
 CHAT_TYPES = frozenset({"user", "assistant", "tool_result", "system"})
+OLD_NOTICE_TYPES = G.NOTICE_TYPES  # an old session's info, warning, error: known, kept as entries
 PREFETCH_LIMIT = 8 * 1024 * 1024
 MAX_BYTES = 256 * 1024 * 1024  # an old session or saved chat is parsed whole: larger files are refused
 SNIFF_BYTES = 64 * 1024
@@ -359,12 +360,11 @@ class ChatParser:
                                       "tool_result")
         elif etype == "system":
             entries = [self._system(entry_id, parent, index, obj, raw, ts)]
-        else:  # a record type this reader does not know: kept as an entry
+        else:  # a record type this reader does not know: kept as an entry, marked (docs/sources.md)
             name = obj.get("type")
-            name = name[:64] if isinstance(name, str) and name and etype is not None else "unknown"
+            name = name[:64] if isinstance(name, str) and name and etype is not None else V.UNKNOWN
             entries = [Entry(entry_id, parent, name, index, obj, raw,
-                             row=_entry_row(entry_id, parent, name, R.text(obj.get("subtype"), 128), None, ts, index,
-                                            raw))]
+                             row=_entry_row(entry_id, parent, name, V.UNKNOWN, None, ts, index, raw))]
         result.entries.extend(entries)
         st.last_entry_id = entries[-1].entry_id
         return True
@@ -492,11 +492,11 @@ def old_session_entries(doc: dict, sid: str) -> tuple[list[Entry], int]:
                 new += _result_entries(owner, new[-1].entry_id, index, m, raw, responses,
                                        P.format_timestamp(call.get("timestamp")) or ts, R.text(call.get("status")),
                                        block["id"], "toolCall.result")
-        else:  # info, error and any other type: kept as an entry
-            name = mtype[:64] if isinstance(mtype, str) and mtype else "unknown"
+        else:  # info, error and any other type: kept as an entry (another type marked unknown)
+            name = mtype[:64] if isinstance(mtype, str) and mtype else V.UNKNOWN
             new = [Entry(mid, parent, name, index, m, raw,
-                         row=_entry_row(mid, parent, name, None, content if isinstance(content, str) else None, ts,
-                                        index, raw))]
+                         row=_entry_row(mid, parent, name, None if mtype in OLD_NOTICE_TYPES else V.UNKNOWN,
+                                        content if isinstance(content, str) else None, ts, index, raw))]
         entries += new
         parent = new[-1].entry_id
     return entries, bad
@@ -540,9 +540,9 @@ def checkpoint_entries(items: list, ts: str | None) -> tuple[list[Entry], int]:
             new = [Entry(eid, parent, "message", index, item, raw, row=row, calls=_calls(row, blocks),
                          shell_tools=SHELL_TOOLS)]
         else:
-            name = (role[:64] if isinstance(role, str) and role else "unknown")
-            new = [Entry(eid, parent, name, index, item, raw, row=_entry_row(eid, parent, name, None, None, ts, index,
-                                                                            raw))]
+            name = (role[:64] if isinstance(role, str) and role else V.UNKNOWN)
+            new = [Entry(eid, parent, name, index, item, raw, row=_entry_row(eid, parent, name, V.UNKNOWN, None, ts,
+                                                                            index, raw))]
         entries += new
         parent = new[-1].entry_id
     return entries, bad
