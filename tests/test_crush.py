@@ -312,6 +312,8 @@ def test_bad_parts_unknown_roles_and_part_types_are_kept(tmp_path):
     assert report.bad_lines == 1
     assert rows(db, "SELECT entry_uuid, custom_type FROM entries ORDER BY entry_uuid") == \
         [("s-1-x", "bad_parts"), ("s-1-y", "unknown")]
+    # the made-up role stays in entry_type, for doctor to list (docs/sources.md, "Unknown records")
+    assert rows(db, "SELECT entry_type FROM entries WHERE custom_type = 'unknown'") == [("message.narrator",)]
     blocks = json.loads(scalar(db, "SELECT content_blocks FROM messages WHERE message_uuid = 's-1-z'"))
     assert blocks == [{"type": "hologram", "beam": 1}, {"type": "text", "text": "still here"}]
     assert any("does not know" in w for w in report.warnings)

@@ -59,7 +59,6 @@ SHELL_TOOLS = frozenset({"bash"})
 KNOWN_ROLES = {"user": V.USER, "assistant": V.ASSISTANT, "system": V.SYSTEM, "tool": V.TOOL_RESULT}
 # Titles opencode/Crush give a session before (or instead of) its generated title: placeholders.
 PLACEHOLDER_TITLES = frozenset({"New Session", "New Agent Session", "New session"})
-UNKNOWN = "unknown"  # entries.custom_type of a message of a role the kind does not know
 BAD = "bad_parts"  # ... of a message whose parts are not a JSON array
 NO_RESULTS = "no_results"  # ... of a tool message without a tool_result part
 EXIT_RE = re.compile(r"(?:^|\n)Exit code (-?\d{1,10})[ \t]*(?:\n|$)")
@@ -391,7 +390,9 @@ class MessageParser:
             return [self._entry(mid, parent, seq, "crush_message", BAD, raw, ts)], {"bad": 1}
         if role not in KNOWN_ROLES:
             raw = self._raw(m, parts)
-            return [self._entry(mid, parent, seq, "crush_message", UNKNOWN, raw, ts)], {"unknown": 1}
+            # its role stays in entry_type (doctor lists it): message.<role>
+            etype = f"message.{R.text(role, 56) or '?'}"
+            return [self._entry(mid, parent, seq, etype, V.UNKNOWN, raw, ts)], {"unknown": 1}
         if role == "tool":
             return self._results(m, mid, parts, parent, seq, ts)
         blocks, finish, unknown = self._blocks(parts)
