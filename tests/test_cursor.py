@@ -428,6 +428,8 @@ def test_unknown_records_are_kept_as_entries(tmp_path):
     db = tmp_path / "a.db"
     report = imp(db, tmp_path)
     assert sorted(r[0] for r in rows(db, "SELECT custom_type FROM entries")) == ["unknown", "unknown"]
+    # a made-up role stays in entry_type, for doctor to list (docs/sources.md, "Unknown records")
+    assert sorted(rows(db, "SELECT entry_type FROM entries")) == [("cursor_blob",), ("message.narrator",)]
     assert json.loads(scalar(db, "SELECT content_blocks FROM messages WHERE seq = 6")) == \
         [{"type": "hologram", "beam": 1}]
     assert any("does not know" in w for w in report.warnings)
