@@ -54,3 +54,13 @@ def doctor(home: Path, kind: str) -> dict:
 def assert_warned(warned: list[str], kind: str, files: int = 1) -> None:
     assert len(warned) == 1, warned
     assert f"{files} {kind} file{'s' if files != 1 else ''} changed" in warned[0] and "none read" in warned[0], warned
+
+
+def doctor_versions(home: Path, kind: str, db: Path | None = None) -> set[str]:
+    """The agent versions ``agentbase doctor --json`` lists for ``kind``, on every server the archive
+    (``db``, else the one in ``home``) holds."""
+    home.mkdir(parents=True, exist_ok=True)
+    got = agentbase(home, "doctor", "--json", *(["--db", f"sqlite:///{db}"] if db is not None else []))
+    assert got.returncode == 0, got.stderr[-2000:]
+    return {v for s in json.loads(got.stdout)["servers"] for k in s["kinds"] if k["kind"] == kind
+            for v in k["versions"]}

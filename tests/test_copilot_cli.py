@@ -570,3 +570,17 @@ def test_the_conversation_page_renders_a_copilot_session(tmp_path):
     assert "make step-1" in html and "built 1" in html  # a call, with its output
     assert "I should run make 1" in html  # its thinking
     assert "c2lnbmF0dXJl" not in html  # the opaque reasoning stays in raw_json
+
+
+def test_doctor_lists_the_versions_the_samples_hold(samples, imported, tmp_path):
+    import doctor_check as dc
+
+    # the oracle: each events file's session.start copilotVersion (the history files say none)
+    want = set()
+    for events in samples.rglob("events.jsonl"):
+        for x in events.read_text().splitlines():
+            e = json.loads(x) if x.strip() else {}
+            if e.get("type") == "session.start" and isinstance(e["data"].get("copilotVersion"), str):
+                want.add(e["data"]["copilotVersion"])
+    assert want
+    assert dc.doctor_versions(tmp_path / "home", KIND, imported) == want

@@ -471,3 +471,13 @@ def test_the_conversation_page_renders_a_crush_session(tmp_path):
     html = page.text
     assert "Please run the tests" in html and "Two tests fail." in html
     assert "make test" in html and "2 failed" in html
+
+
+def test_doctor_lists_no_version_as_the_database_holds_none(samples, imported, tmp_path):
+    import doctor_check as dc
+
+    conn = sqlite3.connect(f"file:{sample_db(samples)}?mode=ro", uri=True)
+    columns = {r[1] for r in conn.execute("PRAGMA table_info(sessions)")}
+    conn.close()
+    assert "version" not in columns  # the oracle: no version in the sessions table
+    assert dc.doctor_versions(tmp_path / "home", C.KIND, imported) == set()

@@ -682,3 +682,18 @@ def test_samples_export_and_every_session_renders(imported, tmp_path):
         assert r.status_code == 200, session_id
         if count:
             assert "ab-turn-assistant" in r.text and "no result recorded" not in r.text, session_id
+
+
+def test_doctor_lists_no_version_as_the_samples_hold_none(samples, imported, tmp_path):
+    import doctor_check as dc
+
+    # the oracle: a chat's header (the .json session object, a .jsonl's first line) saying a version
+    want = set()
+    for chat in samples.rglob("chats/**/*.json*"):
+        text = chat.read_text()
+        head = json.loads(text.splitlines()[0] if chat.suffix == ".jsonl" else text)
+        for key in ("version", "cliVersion", "geminiCliVersion"):
+            if isinstance(head.get(key), str):
+                want.add(head[key])
+    db, _report = imported
+    assert dc.doctor_versions(tmp_path / "home", KIND, db) == want == set()

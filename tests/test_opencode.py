@@ -738,3 +738,24 @@ def test_renamed_type_keys_in_the_real_storage_are_warned_about(tmp_path):
     home2 = tmp_path / "home2"
     shutil.copytree(storage, home2 / "storage")
     assert dc.unrecognised(home2, home2 / "storage") == []
+
+
+def test_doctor_lists_the_versions_the_samples_hold(tmp_path):
+    import doctor_check as dc
+
+    root = samples()
+    db, storage = root / DB_SAMPLE, root / STORAGE_SAMPLE
+    # the oracle: the session row's version (database) and the session file's (JSON storage)
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    versions = {v for (v,) in conn.execute("SELECT version FROM session WHERE version IS NOT NULL AND version != ''")}
+    conn.close()
+    for f in (storage / "session").rglob("ses_*.json"):
+        v = json.loads(f.read_text()).get("version")
+        if isinstance(v, str) and v:
+            versions.add(v)
+    assert len(versions) >= 2
+    home = tmp_path / "home"
+    home.mkdir()
+    got = dc.agentbase(home, "import", str(db.parent), str(storage), "-q")
+    assert got.returncode == 0, got.stderr[-2000:]
+    assert set(dc.doctor(home, KIND)["versions"]) == versions

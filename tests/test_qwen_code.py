@@ -685,3 +685,17 @@ def test_export_and_the_conversation_page(tmp_path):
     assert "make build" in html and "file text" in html  # a call, with its output
     assert "The user wants a build." in html  # thinking
     assert "no result recorded" not in html
+
+
+def test_doctor_lists_the_versions_the_samples_hold(samples, imported, tmp_path):
+    import doctor_check as dc
+
+    # the oracle: each chat log's latest line that says a version (the old layout's files say none)
+    want = set()
+    for log in samples.rglob("projects/*/chats/*.jsonl"):
+        said = [json.loads(x).get("version") for x in log.read_text().splitlines() if x.strip()]
+        said = [v for v in said if isinstance(v, str) and v]
+        if said:
+            want.add(said[-1])
+    assert len(want) >= 2
+    assert dc.doctor_versions(tmp_path / "home", KIND, imported) == want

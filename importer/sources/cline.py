@@ -470,7 +470,7 @@ class TaskParser:
         if isinstance(envs, list) and envs and isinstance(envs[-1], dict):
             version = R.text(envs[-1].get("cline_version"))
             if version:
-                values["version"] = version[:32]
+                values["agent_version"] = version[:64]  # the Cline that ran the task
         models = [e for e in self.entries if e.row and e.row.get("model")]
         if models:
             values["model"] = models[-1].row["model"]

@@ -207,7 +207,9 @@ class EventsParser:
             values["title"] = P.cut_str(ws["name"], 512)  # the CLI's own name of the session
         version = R.integer(start.get("version"))
         if version is not None:
-            values["version"] = version
+            values["version"] = version  # the event format's
+        # the Copilot CLI that wrote it (copilotVersion; a release that wrote its own in "version" as a string)
+        values["agent_version"] = R.text(start.get("copilotVersion"), 64) or R.text(start.get("version"), 64)
         raw = R.dumps({"session.start": start or None, "workspace": ws or None})
         return {sid: SessionInfo({k: v for k, v in values.items() if v is not None}, raw)}
 

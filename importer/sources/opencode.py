@@ -318,7 +318,7 @@ class SessionParser:
 
 
 def session_values(*, directory: str | None, parent: str | None, title: Any, created: Any,
-                   archived: Any = None, worktree: str | None = None, model: Any = None) -> dict:
+                   archived: Any = None, worktree: str | None = None, model: Any = None, version: Any = None) -> dict:
     title = R.text(title)
     cwd = P.cut_str(directory, 512)
     values = {"cwd": cwd, "project": _project(worktree if worktree not in (None, "", "/") else cwd),
@@ -328,6 +328,8 @@ def session_values(*, directory: str | None, parent: str | None, title: Any, cre
         values["parent_session_uuid"] = P.clamp_id(parent)
     if R.integer(archived):
         values["archived_at"] = _time(archived)
+    if R.text(version):
+        values["agent_version"] = R.text(version, 64)  # the OpenCode that wrote the session
     m = _dict(model)
     if m:
         values["model"] = R.text(m.get("id") or m.get("modelID"), 128)
@@ -523,7 +525,7 @@ class SessionUnit(Unit):
         values = session_values(directory=R.text(v["directory"]), parent=R.text(v["parent_id"]),
                                 title=v["title"], created=v["time_created"], archived=v["time_archived"],
                                 worktree=R.text(self.worktree), model=_load(v["model"].encode())
-                                if isinstance(v["model"], str) else None)
+                                if isinstance(v["model"], str) else None, version=v["version"])
         if self.spawned_by and values.get("parent_session_uuid"):
             values["parent_call_id"] = self.spawned_by[:255]
         return entries, Outcome(new, {sid: SessionInfo(values, R.dumps(self.header))}, bad=bad, bytes_read=read,
@@ -608,7 +610,8 @@ class StorageSession(Unit):
             yield Batch(sid, parser.entries)
         t = _dict(info.get("time"))
         values = session_values(directory=R.text(info.get("directory")), parent=R.text(info.get("parentID")),
-                                title=info.get("title"), created=t.get("created"), archived=t.get("archived"))
+                                title=info.get("title"), created=t.get("created"), archived=t.get("archived"),
+                                version=info.get("version"))
         new = Checkpoint(status="success", token=self.token, offset=self.size, lines=parser.seq, bad_lines=bad,
                          entries_read=len(parser.entries), session_uuid=sid)
         header = {**info, "time": {k: x for k, x in t.items() if k != "updated"}} if t else info

@@ -265,8 +265,9 @@ def _calls(row: dict, blocks: list) -> list[dict]:
 class ChatParser:
     """Incremental parser of one chat log (see the module docstring); the ``feed`` protocol of
     ``parser.TranscriptParser``. Pure: bytes in, entries out. ``state.extra`` carries across runs
-    the session's values (``info``: cwd, project, start, model) and its raw id (``sid``). A line's
-    ``version`` (which can change inside one file) decides nothing: it stays in the line's ``raw_json``."""
+    the session's values (``info``: cwd, project, start, model, the agent version) and its raw id (``sid``).
+    A line's ``version`` can change inside one file (a CLI updated mid-session): the session's
+    ``agent_version`` is the latest line's; each line keeps its own in ``raw_json``."""
 
     # Entry types that make a file a chat log (a file of only unknown records is not one).
     known_types = frozenset({"message", "system"})
@@ -378,6 +379,8 @@ class ChatParser:
             info["started_at"] = P.format_timestamp(obj.get("timestamp"))
         if obj.get("type") == "assistant" and isinstance(obj.get("model"), str):
             info["model"] = obj["model"][:128]
+        if isinstance(obj.get("version"), str) and obj["version"]:
+            info["agent_version"] = obj["version"][:64]  # the Qwen Code that wrote the latest line
 
     def _system(self, entry_id: str, parent: str | None, index: int, obj: dict, raw: bytes, ts: str | None) -> Entry:
         """A ``system`` record: an entry, except a sub-agent's ``api_response`` telemetry, which is
