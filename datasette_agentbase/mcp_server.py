@@ -629,7 +629,7 @@ def build_server(run: Runner):
     @server.tool(name="get_session", annotations=read_only, description=(
         "Read one session: its header (title, agent, server, source, times, counts, tokens, cost) and its messages "
         "in order, each with its role, local time, text, thinking, tool calls (name and arguments as JSON, exit "
-        "code) and, for a tool result, its output. Cut to a size budget: max_chars for the whole answer (default "
+        "code) and, for a tool result, its output. Limits: cut to a size budget, max_chars for the whole answer (default "
         f"{DEFAULT_BUDGET:,}, at most {MAX_BUDGET:,}), max_message_chars for each part of a message (what is cut "
         "is counted in characters_cut). When next_cursor is set, call again with cursor=next_cursor for the rest. "
         "Only the active branch unless all_branches is true."))
