@@ -19,8 +19,9 @@ snapshot only, so every answer is what the explorer shows: credentials redacted 
 Two ways in: ``agentbase mcp [SNAPSHOT]`` (stdio, :func:`run_stdio`; the snapshot opened read-only,
 ``mode=ro``, a connection per call so that an export's update or rebuild is seen whole), and
 ``/-/agentbase/mcp`` on a running ``agentbase serve`` (streamable HTTP, :func:`http_view`: stateless,
-JSON answers, the same permission check as every page, so behind the login when a password is set;
-the queries run in Datasette's own read connections).
+JSON answers, the same permission check as every page, so behind the login when a password is set: the
+login's cookie, or the password as ``Authorization: Bearer``, checked as the login page checks it; the
+queries run in Datasette's own read connections).
 
 A tool given bad arguments (a malformed day, an unknown session, a bad cursor) answers an MCP tool
 error (``isError``) with a one-line message; nothing in the snapshot is ever written.
@@ -752,9 +753,13 @@ async def http_view(datasette, request, scope, receive, send):
     from . import served
 
     db = await served.snapshot_db(datasette, request)
-    await served.check(datasette, request, db.name)
     if not _same_origin(scope):
         raise Forbidden("cross-origin MCP requests are refused")
+    refused = await _bearer(datasette, request)
+    if refused is not None:
+        return refused
+    await served.check(datasette, request, db.name)
+    scope = request.scope
     servers = _servers(datasette)
     server = servers.get(db.name)
     if server is None:
@@ -765,6 +770,69 @@ async def http_view(datasette, request, scope, receive, send):
     manager = StreamableHTTPSessionManager(server._lowlevel_server, json_response=True, stateless=True)
     async with manager.run():
         await manager.handle_request(scope, receive, send)
+    return None
+
+
+MAX_BEARERS = 16  # passwords checked right, remembered for this run (as HMACs): no PBKDF2 on each call
+
+
+async def _bearer(datasette, request):
+    """``Authorization: Bearer <the explorer's password>``, for an agent's MCP config (which sends a header,
+    not a login form): checked as the login page checks it (the same PBKDF2 hash, the same throttle per
+    client address, the same delay after a wrong one), then the request carries a login session of its own,
+    so the pages' permission check lets it in. A password checked right is remembered for the run (an HMAC
+    of it, keyed per run), so later calls cost no PBKDF2. Returns the answer that refuses the request (a
+    wrong password, or too many tries), else None (no password configured, no such header, or let in)."""
+    import asyncio
+    import hashlib
+    import hmac
+    import math
+    import secrets
+
+    from datasette.utils.asgi import Response
+
+    from . import access
+
+    header = request.headers.get("authorization") or ""
+    scheme, _, token = header.partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        return None
+    try:
+        gate = access.gate(datasette)
+    except access.AccessConfigError:
+        return None  # the permission check refuses everything then
+    if gate is None or gate.admits(request.actor):
+        return None
+    token = token.strip()
+    try:  # (headers arrive as latin-1: a password in UTF-8 is its bytes)
+        token = token.encode("latin-1").decode("utf-8")
+    except (UnicodeEncodeError, UnicodeDecodeError):
+        pass
+    known = getattr(datasette, "_agentbase_mcp_bearers", None)
+    if known is None:
+        known = datasette._agentbase_mcp_bearers = {"key": secrets.token_bytes(32), "actors": {}}
+    slot = hmac.new(known["key"], token.encode("utf-8", "surrogatepass"), hashlib.sha256).digest()
+    actor = known["actors"].get(slot)
+    if actor is None or not gate.admits(actor):
+        address = access.client_address(request)
+        wait = gate.throttle.wait(address)
+        if wait > 0:
+            seconds = math.ceil(wait)
+            return Response.json({"ok": False, "status": 429, "error": f"Too many login attempts from your address: "
+                                  f"try again in {seconds} s"}, status=429, headers={"Retry-After": str(seconds)})
+        tries = gate.throttle.start(address)
+        right = False
+        try:
+            right = await gate.check(token)
+        finally:
+            gate.throttle.finish(address, tries, right)
+        if not right:
+            await asyncio.sleep(access.FAILED_LOGIN_DELAY)
+            return Response.json({"ok": False, "status": 403, "error": "Wrong password."}, status=403)
+        while len(known["actors"]) >= MAX_BEARERS:
+            known["actors"].pop(next(iter(known["actors"])))
+        actor = known["actors"][slot] = gate.log_in()
+    request.scope = dict(request.scope, actor=actor)
     return None
 
 

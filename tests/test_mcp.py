@@ -388,11 +388,13 @@ def log_in(server) -> str:
     return _cookie(headers, "ds_actor")
 
 
-def http_client(url: str, cookies: dict | None = None) -> Client:
+def http_client(url: str, cookies: dict | None = None, headers: dict | None = None) -> Client:
     import httpx2
     from mcp.client.streamable_http import streamable_http_client
 
-    headers = {"Cookie": "; ".join(f"{k}={v}" for k, v in cookies.items())} if cookies else None
+    headers = dict(headers or {})
+    if cookies:
+        headers["Cookie"] = "; ".join(f"{k}={v}" for k, v in cookies.items())
     transport = streamable_http_client(url, http_client=httpx2.AsyncClient(headers=headers, timeout=60))
     return Client(transport, read_timeout_seconds=60)
 
@@ -436,3 +438,17 @@ def test_http_behind_the_login(built):
                 return await exercise(client, built["ids"])
 
         assert_redacted(asyncio.run(logged_in()))
+
+        # an agent's config sends the password as a bearer token (checked as the login form checks it)
+        status, text = _post(server, INITIALIZE, headers={"Authorization": "Bearer not-the-password"})
+        assert status == 403 and "serverInfo" not in text
+        bearer = {"Authorization": b"Bearer " + PASSWORD.encode("utf-8")}  # (its UTF-8 bytes on the wire)
+
+        async def with_bearer():
+            async with http_client(server.base + "/-/agentbase/mcp", headers=bearer) as client:
+                await bad_arguments(client)
+                return [_text(await client.call_tool("get_session", {"session_id": SID_DEPLOY}))]
+
+        assert_redacted(asyncio.run(with_bearer()))
+        status, _, _, _ = server.request("GET", "/snapshot.json", headers=bearer)
+        assert status == 403  # the bearer is the MCP endpoint's alone: the pages still want the login
