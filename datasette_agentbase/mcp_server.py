@@ -33,7 +33,7 @@ import re
 import sqlite3
 import sys
 from collections.abc import Callable
-from datetime import date
+from datetime import date, timedelta
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -57,7 +57,7 @@ INSTRUCTIONS = (
 MAX_LIMIT = 100
 DEFAULT_BUDGET = 20_000
 MAX_BUDGET = 200_000
-SEARCH_CANDIDATES = 2000  # best message matches a session search groups (filters applied after)
+SEARCH_CANDIDATES = 2000  # best message matches (of those the filters select) a session search groups
 SNIPPETS_PER_SESSION = 3
 _DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
 _CURSOR = re.compile(r"(-?\d{1,19}):(\d{1,19})")
@@ -164,8 +164,8 @@ def find_sessions(conn: sqlite3.Connection, q: str, agent: str | None = None, se
     """Sessions matching ``q``, best first: (session id, score, matching message ids best first).
 
     The one place the MCP server ranks sessions (so that it can later call a better session search):
-    the best ``SEARCH_CANDIDATES`` message matches by BM25 (``messages_fts``, the query through
-    importer.search's ``fts_query``), filters applied, grouped by session; a session scores its best
+    the best ``SEARCH_CANDIDATES`` message matches the filters select, by BM25 (``messages_fts``, the
+    query through importer.search's ``fts_query``), grouped by session; a session scores its best
     message's BM25 plus a little for each further matching message, and more when its title or first
     prompt matches (``session_list_fts``); the newest first among equals."""
     match = fts_query(q)
@@ -176,17 +176,19 @@ def find_sessions(conn: sqlite3.Connection, q: str, agent: str | None = None, se
     if until:
         where += " AND m.day <= ?"
         params.append(until)
+    # Unfiltered, the best are kept from the index alone, then read; filtered, the filters apply before the
+    # best are kept (every match read): a filtered search misses no session the filters select.
+    best = ("SELECT rowid AS id, bm25(messages_fts) AS rank FROM messages_fts WHERE messages_fts MATCH ?"
+            + ("" if where else f" ORDER BY rank LIMIT {SEARCH_CANDIDATES}"))
     hits = _match(conn, f"""
-        WITH best AS MATERIALIZED (
-          SELECT rowid AS id, bm25(messages_fts) AS rank FROM messages_fts WHERE messages_fts MATCH ?
-          ORDER BY rank LIMIT {SEARCH_CANDIDATES})
-        SELECT m.session_id, m.id, b.rank, m.timestamp FROM best b JOIN messages m ON m.id = b.id
-        WHERE m.session_id IS NOT NULL{where} ORDER BY b.rank""", [match, *params])
+        WITH r AS MATERIALIZED ({best})
+        SELECT m.session_id, m.id, r.rank, m.timestamp_ms FROM r JOIN messages m ON m.id = r.id
+        WHERE m.session_id IS NOT NULL{where} ORDER BY r.rank LIMIT {SEARCH_CANDIDATES}""", [match, *params])
     sessions: dict[int, dict] = {}
     for sid, mid, rank, stamp in hits:
         s = sessions.get(sid)
         if s is None:
-            s = sessions[sid] = {"id": sid, "best": rank, "count": 0, "messages": [], "latest": stamp or ""}
+            s = sessions[sid] = {"id": sid, "best": rank, "count": 0, "messages": [], "latest": stamp or 0}
         s["count"] += 1
         if len(s["messages"]) < SNIPPETS_PER_SESSION:
             s["messages"].append(mid)
@@ -209,7 +211,7 @@ def find_sessions(conn: sqlite3.Connection, q: str, agent: str | None = None, se
             list_params.append(until)
         titled = {r[0] for r in _match(conn, sql + " LIMIT 500", list_params)}
     for sid in titled - set(sessions):
-        sessions[sid] = {"id": sid, "best": 0.0, "count": 0, "messages": [], "latest": ""}
+        sessions[sid] = {"id": sid, "best": 0.0, "count": 0, "messages": [], "latest": 0}
 
     def score(s: dict) -> float:  # lower is better, as bm25
         value = s["best"] - 0.5 * min(s["count"] - 1, 10) if s["count"] else 0.0
@@ -219,12 +221,7 @@ def find_sessions(conn: sqlite3.Connection, q: str, agent: str | None = None, se
 
     for s in sessions.values():
         s["score"] = score(s)
-    ranked = sorted(sessions.values(), key=lambda s: (s["score"], _neg(s["latest"])))
-    return ranked[:limit]
-
-
-def _neg(text: str) -> tuple:
-    return tuple(-ord(c) for c in text)
+    return sorted(sessions.values(), key=lambda s: (s["score"], -s["latest"]))[:limit]
 
 
 def search_sessions(conn: sqlite3.Connection, query: str, agent=None, server=None, source=None, since=None,
@@ -286,12 +283,21 @@ def search_messages(conn: sqlite3.Connection, query: str, agent=None, server=Non
     if role:
         where += " AND m.role = ?"
         params.append(role)
-    rows = _match(conn, f"""
-        SELECT m.id, m.session_id, m.role, m.local_time, m.agent_id, m.server, m.source, m.tool_name,
-               m.content_blocks, m.text_preview, r.rank
-        FROM (SELECT rowid AS id, bm25(messages_fts) AS rank FROM messages_fts WHERE messages_fts MATCH ?) r
-        JOIN messages m ON m.id = r.id WHERE 1{where}
-        ORDER BY r.rank, m.timestamp DESC LIMIT ? OFFSET ?""", [fts_query(q), *params, limit + 1, offset])
+    columns = ("m.id, m.session_id, m.role, m.local_time, m.agent_id, m.server, m.source, m.tool_name, "
+               "m.content_blocks, m.text_preview")
+    if where:  # every match read, the filters applied, then the page
+        rows = _match(conn, f"""
+            SELECT {columns}
+            FROM (SELECT rowid AS id, bm25(messages_fts) AS rank FROM messages_fts WHERE messages_fts MATCH ?) r
+            JOIN messages m ON m.id = r.id WHERE 1{where}
+            ORDER BY r.rank, m.id DESC LIMIT ? OFFSET ?""", [fts_query(q), *params, limit + 1, offset])
+    else:  # the page from the index alone, then its rows read
+        rows = _match(conn, f"""
+            WITH r AS MATERIALIZED (
+              SELECT rowid AS id, bm25(messages_fts) AS rank FROM messages_fts WHERE messages_fts MATCH ?
+              ORDER BY rank, rowid DESC LIMIT ? OFFSET ?)
+            SELECT {columns} FROM r JOIN messages m ON m.id = r.id ORDER BY r.rank, m.id DESC""",
+                      [fts_query(q), limit + 1, offset])
     more = len(rows) > limit
     out = [{"message_id": r[0], "session_id": r[1], "role": r[2], "time": r[3], "agent": r[4], "server": r[5],
             "source": r[6], **({"tool": r[7]} if r[7] else {}),
@@ -485,36 +491,102 @@ def list_sessions(conn: sqlite3.Connection, agent=None, server=None, source=None
 
 # -- usage_report -----------------------------------------------------------------------------------------
 
-class _Reader:
-    """What importer/report.py reads a store through (``tuples``), over the snapshot's connection."""
+def _report_day(value) -> str | None:
+    """A group's local day: a day number (days since 1970-01-01, local) or the row's own ``day``."""
+    if isinstance(value, int):
+        try:
+            return (date(1970, 1, 1) + timedelta(days=value)).isoformat()
+        except OverflowError:
+            return None
+    return value if isinstance(value, str) and _DAY.fullmatch(value) else None
 
-    def __init__(self, conn: sqlite3.Connection):
-        self.conn = conn
 
-    def tuples(self, sql: str, params=()) -> list[tuple]:
-        return [tuple(r) for r in self.conn.execute(sql, list(params)).fetchall()]
+def usage_rows(conn: sqlite3.Connection, kind: str, since: str | None = None, until: str | None = None,
+               agent: str | None = None, server: str | None = None, source: str | None = None) -> list:
+    """importer/report.py's rows (``Row``, ``Figures``: the same figures and rules as ``collect``: each
+    message with ``usage_counted = 1`` once, rows without usage left out, calls without a price counted as
+    unpriced), read from the snapshot's own columns: a message's local day is its integer time plus the
+    zone's offset the export stored with it (``utc_offset_s``), grouped in SQL, so no time text is made
+    per row (the snapshot's ``timestamp`` is computed on read); titles and the rest of a session's line
+    from ``session_list``."""
+    from importer.report import COLUMNS, Figures, Row
+
+    where = ["m.usage_counted = 1"]
+    params: list = []
+    for column, value in (("m.agent_id", agent), ("m.server", server), ("m.source", source)):
+        if value is not None:
+            where.append(f"{column} = ?")
+            params.append(value)
+    for bound, op in ((since, ">="), (until, "<=")):
+        if bound:
+            where.append(f"m.day {op} ?")  # (an index: idx_messages_day)
+            params.append(bound)
+    per_session = kind == "session"
+    day = ("CASE WHEN m.timestamp_ms IS NOT NULL THEN (m.timestamp_ms / 1000 + COALESCE(m.utc_offset_s, 0)) / 86400 "
+           "ELSE m.day END")
+    group = "d" + (", m.session_id" if per_session else "")
+    sums = ", ".join(f"SUM(COALESCE(m.{c}, 0))" for c in COLUMNS.values())
+    sql = (f"SELECT {day} AS d, {'m.session_id' if per_session else 'NULL'}, COALESCE(m.model, ''), {sums}, "
+           "SUM(COALESCE(m.cost_usd, 0)), SUM(CASE WHEN m.cost_source = 'unpriced' THEN 1 ELSE 0 END), "
+           "SUM(CASE WHEN m.cost_source IS NOT NULL THEN 1 ELSE 0 END), "
+           "SUM(CASE WHEN m.cost_source = 'computed' THEN 1 ELSE 0 END) "
+           f"FROM messages m WHERE {' AND '.join(where)} AND (m.timestamp_ms IS NOT NULL OR m.day IS NOT NULL) "
+           f"GROUP BY {group}, COALESCE(m.model, '')")
+    rows: dict[str, Row] = {}
+    for rec in conn.execute(sql, params):
+        local = _report_day(rec[0])
+        values = rec[3:]
+        if local is None or (since and local < since) or (until and local > until):
+            continue
+        if not any(values[:5]) and not values[5] and not values[6]:
+            continue  # no usage at all (a user message): not in a usage report
+        f = Figures(*(int(v or 0) for v in values[:5]), float(values[5] or 0.0), int(values[6] or 0),
+                    int(values[7] or 0), int(values[8] or 0))
+        key = str(rec[1]) if per_session else (local[:7] if kind == "monthly" else local)
+        row = rows.get(key)
+        if row is None:
+            row = rows[key] = Row(key)
+        row.figures.add(f)
+        row.models.setdefault(rec[2] or "(no model)", Figures()).add(f)
+        if per_session and (row.info.get("last_day") is None or local > row.info["last_day"]):
+            row.info["last_day"] = local
+    if not per_session:
+        return [rows[k] for k in sorted(rows)]
+    ids = [int(k) for k in rows]
+    for i in range(0, len(ids), 500):
+        batch = ids[i:i + 500]
+        marks = ", ".join("?" * len(batch))
+        table = SESSION_LIST if _has(conn, SESSION_LIST) else "sessions"
+        for sid, uuid, a, s, k, title in conn.execute(
+                f"SELECT id, session_uuid, agent_id, server, source, title FROM {table} WHERE id IN ({marks})", batch):
+            rows[str(sid)].info.update({"session_uuid": uuid, "agent": a, "server": s, "source": k,
+                                        "title": title or uuid})
+    return sorted(rows.values(), key=lambda r: (r.info.get("last_day") or "", r.key))
 
 
 def usage_report(conn: sqlite3.Connection, kind: str, since=None, until=None, agent=None, server=None, source=None,
                  breakdown: bool = False, limit: int | None = None) -> dict:
     from importer.prices import current
-    from importer.report import as_json, collect
-    from importer.store import StoreError
-    from importer.zones import resolve_zone
+    from importer.report import as_json
 
     if kind not in ("daily", "monthly", "session"):
         raise BadArguments("kind must be daily, monthly or session")
     limit = _limit(limit, 100, 1000)
-    try:
-        zone_name, tz = resolve_zone(_zone(conn))
-        rows = collect(_Reader(conn), kind, tz, since=since, until=until, agent=agent, server=server, source=source)
-    except StoreError as exc:
-        raise BadArguments(str(exc).replace("--since", "since").replace("--until", "until")) from None
-    doc = as_json(kind, rows, zone_name, current().date, breakdown)
+    since, until = _report_bound(since, "since"), _report_bound(until, "until")
+    rows = usage_rows(conn, kind, since, until, agent, server, source)
+    doc = as_json(kind, rows, _zone(conn), current().date, breakdown)
     if len(doc["rows"]) > limit:  # the newest rows; the totals stay those of every row
         doc["rows_left_out"] = len(doc["rows"]) - limit
         doc["rows"] = doc["rows"][-limit:]
     return doc
+
+
+def _report_bound(value: str | None, name: str) -> str | None:
+    """A report's day as `agentbase report` takes it: YYYY-MM-DD or YYYYMMDD."""
+    if value is not None and len(value.strip()) == 8 and value.strip().isdigit():
+        v = value.strip()
+        value = f"{v[:4]}-{v[4:6]}-{v[6:]}"
+    return _day(value, name)
 
 
 # -- shell_commands -----------------------------------------------------------------------------------

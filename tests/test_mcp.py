@@ -331,10 +331,23 @@ def test_stdio_every_tool_redacted_and_read_only(built):
         async with stdio(built["snapshot"]) as client:
             answers = await exercise(client, built["ids"])
             await bad_arguments(client)
-            return answers
+            reports = {kind: _doc(await client.call_tool("usage_report", {"kind": kind, "breakdown": True}))
+                       for kind in ("daily", "monthly", "session")}
+            return answers, reports
 
-    assert_redacted(asyncio.run(scenario()))
+    answers, reports = asyncio.run(scenario())
+    assert_redacted(answers)
     assert _digest(built["snapshot"]) == before  # opened read-only: nothing written
+    # usage_report is `agentbase report --json`: the same document, read from the archive by the CLI
+    for kind, doc in reports.items():
+        done = subprocess.run([sys.executable, "-m", "importer", "report", kind, "--json", "--breakdown",
+                               "--db", f"sqlite:///{built['archive']}", "--timezone", ZONE],
+                              cwd=REPO, capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr[-500:]
+        assert doc == json.loads(done.stdout), kind
+    titles = {r["session_uuid"]: r["title"] for r in reports["session"]["rows"]}
+    assert titles == {sid: next(o["message"]["content"][0]["text"] for o in objs if o.get("type") == "message")
+                      for (_, _, sid), objs in WRITTEN.items()}  # no title written: the first prompt
 
 
 def test_stdio_refuses_what_is_not_a_snapshot(built, tmp_path):
