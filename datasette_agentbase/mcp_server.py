@@ -32,6 +32,7 @@ from __future__ import annotations
 import re
 import sqlite3
 import sys
+import threading
 from collections.abc import Callable
 from datetime import date, timedelta
 from pathlib import Path
@@ -530,7 +531,10 @@ def usage_rows(conn: sqlite3.Connection, kind: str, since: str | None = None, un
            "SUM(COALESCE(m.cost_usd, 0)), SUM(CASE WHEN m.cost_source = 'unpriced' THEN 1 ELSE 0 END), "
            "SUM(CASE WHEN m.cost_source IS NOT NULL THEN 1 ELSE 0 END), "
            "SUM(CASE WHEN m.cost_source = 'computed' THEN 1 ELSE 0 END) "
+           # (a row without tokens, cost or an unpriced call adds nothing that a report shows: left out here)
            f"FROM messages m WHERE {' AND '.join(where)} AND (m.timestamp_ms IS NOT NULL OR m.day IS NOT NULL) "
+           f"AND ({' OR '.join(f'COALESCE(m.{c}, 0) <> 0' for c in (*COLUMNS.values(), 'cost_usd'))} "
+           "OR m.cost_source = 'unpriced') "
            f"GROUP BY {group}, COALESCE(m.model, '')")
     rows: dict[str, Row] = {}
     for rec in conn.execute(sql, params):
@@ -564,6 +568,11 @@ def usage_rows(conn: sqlite3.Connection, kind: str, since: str | None = None, un
     return sorted(rows.values(), key=lambda r: (r.info.get("last_day") or "", r.key))
 
 
+USAGE_CACHE = 32  # reports kept (their rows), for the snapshot version they were read from
+_usage_cache: dict = {}
+_usage_lock = threading.Lock()
+
+
 def usage_report(conn: sqlite3.Connection, kind: str, since=None, until=None, agent=None, server=None, source=None,
                  breakdown: bool = False, limit: int | None = None) -> dict:
     from importer.prices import current
@@ -573,7 +582,19 @@ def usage_report(conn: sqlite3.Connection, kind: str, since=None, until=None, ag
         raise BadArguments("kind must be daily, monthly or session")
     limit = _limit(limit, 100, 1000)
     since, until = _report_bound(since, "since"), _report_bound(until, "until")
-    rows = usage_rows(conn, kind, since, until, agent, server, source)
+    from .live import version
+
+    # (one pass over the messages: kept for the snapshot's version, build and update, as the dashboard's cube)
+    key = (version(conn), kind, since, until, agent, server, source)
+    with _usage_lock:
+        rows = _usage_cache.get(key) if key[0] else None
+    if rows is None:
+        rows = usage_rows(conn, kind, since, until, agent, server, source)
+        if key[0]:
+            with _usage_lock:
+                while len(_usage_cache) >= USAGE_CACHE:
+                    _usage_cache.pop(next(iter(_usage_cache)))
+                _usage_cache[key] = rows
     doc = as_json(kind, rows, _zone(conn), current().date, breakdown)
     if len(doc["rows"]) > limit:  # the newest rows; the totals stay those of every row
         doc["rows_left_out"] = len(doc["rows"]) - limit
