@@ -465,3 +465,40 @@ def test_http_behind_the_login(built):
         assert_redacted(asyncio.run(with_bearer()))
         status, _, _, _ = server.request("GET", "/snapshot.json", headers=bearer)
         assert status == 403  # the bearer is the MCP endpoint's alone: the pages still want the login
+
+
+def test_an_export_update_is_seen_at_the_next_call(tmp_path):
+    """The stdio server keeps nothing of an older snapshot: after `agentbase export` updates it in place, the
+    next call answers from the new rows (usage_report's kept report too)."""
+    root = tmp_path / "alpha"
+    write(sessions_dir(root, "main") / f"{SID_DEPLOY}.jsonl", session_deploy())
+    archive = tmp_path / "archive.db"
+    snapshot = tmp_path / "snapshot.db"
+
+    def export() -> None:
+        store = open_store(f"sqlite:///{archive}")
+        try:
+            export_snapshot(store, snapshot, timezone=ZONE)
+        finally:
+            store.close()
+
+    do_import(archive, root, server="alpha")
+    export()
+    later = session_long()
+
+    async def scenario():
+        async with stdio(snapshot) as client:
+            before = _doc(await client.call_tool("usage_report", {"kind": "daily"}))
+            found = _doc(await client.call_tool("search_sessions", {"query": "wombat"}))
+            write(sessions_dir(root, "main") / f"{SID_LONG}.jsonl", later)
+            do_import(archive, root, server="alpha")
+            export()
+            after = _doc(await client.call_tool("usage_report", {"kind": "daily"}))
+            found_after = _doc(await client.call_tool("search_sessions", {"query": "wombat"}))
+            return before, found, after, found_after
+
+    before, found, after, found_after = asyncio.run(scenario())
+    added = sum(o["message"]["usage"]["totalTokens"] for o in later
+                if o.get("type") == "message" and o["message"]["role"] == "assistant")
+    assert found["sessions"] == [] and [s["session_uuid"] for s in found_after["sessions"]] == [SID_LONG]
+    assert after["totals"]["totalTokens"] == before["totals"]["totalTokens"] + added
