@@ -728,8 +728,8 @@ def build_server(run: Runner):
         "is counted in characters_cut). When next_cursor is set, call again with cursor=next_cursor for the rest. "
         "Only the active branch unless all_branches is true."))
     async def get_session(
-            session_id: Annotated[str, Field(description="The session: session_id as the other tools give it, or "
-                                                         "its uuid.")],
+            session_id: Annotated[int | str, Field(description="The session: session_id as the other tools give "
+                                                               "it, or its uuid.")],
             cursor: Annotated[str | None, Field(description="next_cursor of the previous call.")] = None,
             max_chars: Annotated[int | None, Field(description="Budget of the answer in characters.")] = None,
             max_message_chars: Annotated[int | None, Field(description="At most this many characters of each "

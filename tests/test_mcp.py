@@ -239,6 +239,8 @@ async def exercise(client, ids: dict) -> list[str]:
     assert got[-1]["text"].startswith("Wombat burrow 11") and any(m.get("characters_cut") for m in got)
     whole = await call("get_session", {"session_id": SID_DEPLOY, "max_chars": 100_000})  # by uuid
     assert whole["next_cursor"] is None and len(whole["messages"]) == messages_written(SID_DEPLOY)
+    by_number = await call("get_session", {"session_id": ids[SID_DEPLOY], "max_chars": 100_000})  # a JSON number
+    assert by_number["messages"] == whole["messages"]
     call_msg = whole["messages"][1]
     assert call_msg["thinking"] == "restart quokka first"
     assert call_msg["tool_calls"][0]["name"] == "exec" and call_msg["tool_calls"][0]["exit_code"] == 1
