@@ -21,16 +21,13 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
+from mcp import Client  # (a requirement: setup.py; never skipped)
+from mcp.client.stdio import StdioServerParameters
 
-pytest.importorskip("mcp")
-
-from mcp import Client  # noqa: E402
-from mcp.client.stdio import StdioServerParameters  # noqa: E402
-
-from conftest import REPO, serving  # noqa: E402
-from importer.snapshot import export_snapshot  # noqa: E402
-from importer.store import open_store  # noqa: E402
-from transcripts import Chain, do_import, exec_call, header, sessions_dir, write  # noqa: E402
+from conftest import REPO, serving
+from importer.snapshot import export_snapshot
+from importer.store import open_store
+from transcripts import Chain, do_import, exec_call, header, sessions_dir, write
 
 ZONE = "Asia/Shanghai"
 OFFSET = timedelta(hours=8)
