@@ -51,6 +51,9 @@ setup(
         # datasette_agentbase/richtext.py) and code coloured by language (its HTML escapes every token)
         "markdown-it-py>=3.0",
         "Pygments>=2.15",
+        # agentbase mcp and /-/agentbase/mcp: the official MCP Python SDK (its MCPServer, stdio and streamable
+        # HTTP); 2.x for the API used (mcp.server.mcpserver), below 3 for the next breaking release
+        "mcp>=2.3,<3",
     ],
     extras_require={
         "test": ["pytest>=7", "hypothesis>=6", "selenium>=4.20", "wheel>=0.40"],  # wheel: tests/test_install.py builds one

@@ -21,7 +21,8 @@ in Datasette 1.0, with the same arguments):
 - ``register_routes``: the session browser (the home page, browser.py), the
   conversation view ``/-/agentbase/session/<id>`` and its exports ``<id>.json``,
   ``<id>.md``, ``<id>.html`` and the dashboard ``/-/agentbase`` (pages.py), the
-  login page ``/-/agentbase/login``, the snapshot's download (live.py) and, with
+  login page ``/-/agentbase/login``, the MCP endpoint ``/-/agentbase/mcp`` (mcp_server.py, which
+  ``skip_csrf`` exempts from the form token), the snapshot's download (live.py) and, with
   a password, ``/-/logout`` (see access.py). The stylesheets and the view's
   script are ``static/``, which Datasette serves itself under
   ``/-/static-plugins/agentbase/`` (served.static_url).
@@ -59,7 +60,7 @@ from markupsafe import Markup
 
 from importer.search import fts_query
 
-from . import access, browser, explorer, facts, headers, live, pages, render, served
+from . import access, browser, explorer, facts, headers, live, mcp_server, pages, render, served
 from .snippets import snippet
 
 LINK_COLUMNS = {"conversation", "session", "message", "tool_call", "messages", "next"}
@@ -233,6 +234,8 @@ def register_routes(datasette):
         (r"^/-/agentbase/session/(?P<id>\d+)\.(?P<format>json|md|html)$", pages.session_export_view),
         (r"^/-/agentbase/?$", pages.dashboard_view),
         (r"^/-/agentbase/login$", access.login_view),
+        # the MCP tools over streamable HTTP, behind the same permission check as the pages (mcp_server.py)
+        (r"^/-/agentbase/mcp/?$", mcp_server.http_view),
         # the snapshot's download, as one consistent copy of a file updated in place (live.py)
         (r"^/(?P<database>[^/]+)\.db$", live.download_view),
     ]
@@ -244,6 +247,12 @@ def register_routes(datasette):
 
 
 # -- access ------------------------------------------------------------------------------------
+
+@hookimpl
+def skip_csrf(datasette, scope):
+    # the MCP endpoint's JSON-RPC POSTs carry no form token (mcp_server.skip_csrf says why that is safe)
+    return True if mcp_server.skip_csrf(scope) else None
+
 
 @hookimpl
 def permission_allowed(datasette, actor, action, resource):

@@ -659,6 +659,24 @@ def serve(snapshot, host, port, metadata_path, template_dir, settings, password_
               password_env=password_env, no_sql=no_sql, forwarded_allow_ips=forwarded_allow_ips)
 
 
+@cli.command()
+@click.argument("snapshot", required=False, type=click.Path())
+def mcp(snapshot):
+    """Answer an agent's questions about past sessions over MCP (stdio): search, read a session, list
+    sessions, usage and shell commands, from SNAPSHOT (default: the one `agentbase serve` serves), read-only
+    and redacted. For an agent's MCP config: docs/mcp.md."""
+    from .snapshot import check_servable, default_snapshot_path
+
+    path = Path(snapshot).expanduser() if snapshot else default_snapshot_path()
+    try:
+        check_servable(path)  # one line for what is not a snapshot, before the protocol starts
+    except StoreError as exc:
+        raise click.ClickException(str(exc)) from None
+    from datasette_agentbase.mcp_server import run_stdio
+
+    run_stdio(path)
+
+
 def _proxy_addresses(value: str) -> list[str]:
     """``--forwarded-allow-ips``: each entry an IP address or network, normalized; none for ''."""
     import ipaddress
