@@ -250,6 +250,7 @@ async def dashboard_view(datasette, request):
                      and (filters["source"] is None or c["source"] == filters["source"])],
         "queries": query_links,
         "reset_href": href(server=None, source=None, agent=None, days=None),
+        "all_href": href(days="all"),
     }
     html = await datasette.render_template("agentbase_dashboard.html", context, request=request)
     return Response.html(html)
