@@ -29,7 +29,8 @@ in Datasette 1.0, with the same arguments):
   everything is behind the login (see access.py).
 - ``prepare_jinja2_environment``: ``agentbase_next_href(rows, columns)`` for
   the "Next page" link of the canned queries that page (templates/query.html),
-  ``agentbase_static(name)`` for a static file's URL.
+  ``agentbase_static(name)`` for a static file's URL, ``agentbase_places(request)``
+  for the navigation bar every page opens with (nav.py, templates/base.html).
 - ``canned_queries``: on a snapshot holding a source kind's data, the canned
   queries the kind declares (``Source.canned_queries``: name -> title, sql,
   params..., and optionally the ``tables`` it reads), as the export wrote them
@@ -59,7 +60,7 @@ from markupsafe import Markup
 
 from importer.search import fts_query
 
-from . import access, browser, explorer, facts, headers, live, pages, render, served
+from . import access, browser, explorer, facts, headers, live, nav, pages, render, served
 from .snippets import snippet
 
 LINK_COLUMNS = {"conversation", "session", "message", "tool_call", "messages", "next"}
@@ -190,7 +191,7 @@ def extra_css_urls(datasette):
 
 @hookimpl
 def menu_links(datasette):
-    return [{"href": str(datasette.urls.path("-/agentbase")), "label": "AgentBase dashboard"}]
+    return nav.menu_links(datasette)
 
 
 @hookimpl
@@ -274,6 +275,8 @@ def prepare_jinja2_environment(env, datasette):
     env.globals["agentbase_next_href"] = next_href
     # where Datasette serves the plugin's static/ files (its stylesheets and script)
     env.globals["agentbase_static"] = lambda name: served.static_url(datasette, name)
+    # the navigation bar on every page (templates/base.html)
+    env.globals["agentbase_places"] = lambda request: nav.places(datasette, request)
 
 
 # -- the explorer: canned-query forms, table pages, numbers (explorer.py) -----------------------
