@@ -21,6 +21,7 @@ in Datasette 1.0, with the same arguments):
 - ``register_routes``: the session browser (the home page, browser.py), the
   conversation view ``/-/agentbase/session/<id>`` and its exports ``<id>.json``,
   ``<id>.md``, ``<id>.html`` and the dashboard ``/-/agentbase`` (pages.py), the
+  reports ``/-/agentbase/reports`` and its ``.json`` and ``.csv`` (reports.py), the
   login page ``/-/agentbase/login``, the snapshot's download (live.py) and, with
   a password, ``/-/logout`` (see access.py). The stylesheets and the view's
   script are ``static/``, which Datasette serves itself under
@@ -60,7 +61,7 @@ from markupsafe import Markup
 
 from importer.search import fts_query
 
-from . import access, browser, explorer, facts, headers, live, nav, pages, render, served
+from . import access, browser, explorer, facts, headers, live, nav, pages, render, reports, served
 from .snippets import snippet
 
 LINK_COLUMNS = {"conversation", "session", "message", "tool_call", "messages", "next"}
@@ -233,6 +234,7 @@ def register_routes(datasette):
         (r"^/-/agentbase/session/(?P<id>\d+)$", pages.session_view),
         (r"^/-/agentbase/session/(?P<id>\d+)\.(?P<format>json|md|html)$", pages.session_export_view),
         (r"^/-/agentbase/?$", pages.dashboard_view),
+        *reports.ROUTES,  # /-/agentbase/reports and its .json and .csv (reports.py)
         (r"^/-/agentbase/login$", access.login_view),
         # the snapshot's download, as one consistent copy of a file updated in place (live.py)
         (r"^/(?P<database>[^/]+)\.db$", live.download_view),
