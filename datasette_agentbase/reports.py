@@ -37,7 +37,6 @@ KINDS = (("day", "daily"), ("week", "weekly"), ("month", "monthly"), ("model", "
          ("session", "per session"))
 PRESETS = (("7", "7 days"), ("30", "30 days"), ("90", "90 days"), ("365", "a year"), ("all", "all"))
 SESSION_ROWS = 100  # the costliest sessions shown; the totals row counts every one
-FIELDS = ("messages", "calls", "tokens", "cost", "priced_calls", "unpriced_calls", "unpriced_tokens")
 
 
 def money(value: float | None) -> str:
@@ -53,20 +52,6 @@ def cost_label(t: dict) -> str:
     if t["priced_calls"]:
         return money(t["cost"])
     return "unpriced" if t["unpriced_calls"] else "–"
-
-
-def _zero() -> dict:
-    return {name: 0.0 if name == "cost" else 0 for name in FIELDS}
-
-
-def _add(t: dict, row: tuple) -> None:
-    t["messages"] += row[dashboard.MESSAGES]
-    t["calls"] += row[dashboard.CALLS]
-    t["tokens"] += row[dashboard.TOKENS]
-    t["cost"] += row[dashboard.COST]
-    t["priced_calls"] += row[dashboard.CALLS] - row[dashboard.UNPRICED]
-    t["unpriced_calls"] += row[dashboard.UNPRICED]
-    t["unpriced_tokens"] += row[dashboard.UNPRICED_TOKENS]
 
 
 def monday(day: str) -> str:
@@ -92,40 +77,82 @@ def period(by: str, day: str) -> tuple[str, str, str, str]:
     return day, day, day, day
 
 
+def day_rows(cube: dict) -> list[tuple]:
+    """The cube without its hours: (day, server, agent, source, model, messages, calls, tokens, cost,
+    unpriced calls, unpriced tokens), made once per cube (a version of the snapshot) and kept in it: a
+    report sums some thousand rows instead of the cube's tens of thousands."""
+    found = cube.get("_report_days")
+    if found is not None:
+        return found
+    sums: dict[tuple, list] = {}
+    for r in cube["cube"]:
+        key = (r[dashboard.DAY], r[dashboard.SERVER], r[dashboard.AGENT], r[dashboard.SOURCE], r[dashboard.MODEL])
+        t = sums.get(key)
+        if t is None:
+            sums[key] = [r[dashboard.MESSAGES], r[dashboard.CALLS], r[dashboard.TOKENS], r[dashboard.COST],
+                         r[dashboard.UNPRICED], r[dashboard.UNPRICED_TOKENS]]
+        else:
+            t[0] += r[dashboard.MESSAGES]
+            t[1] += r[dashboard.CALLS]
+            t[2] += r[dashboard.TOKENS]
+            t[3] += r[dashboard.COST]
+            t[4] += r[dashboard.UNPRICED]
+            t[5] += r[dashboard.UNPRICED_TOKENS]
+    found = cube["_report_days"] = [(*k, *v) for k, v in sums.items()]
+    return found
+
+
+def _figures_of(v: list) -> dict:
+    messages, calls, tokens, cost, unpriced, unpriced_tokens = v
+    return {"messages": messages, "calls": calls, "tokens": tokens, "cost": cost, "priced_calls": calls - unpriced,
+            "unpriced_calls": unpriced, "unpriced_tokens": unpriced_tokens}
+
+
 def from_cube(cube: dict, by: str, f: browser.Filters) -> tuple[dict, list[dict]]:
     """The totals and the rows of a report by day, week, month or model, summed from the cube for
     the filters (agent, server, source, and the range f.start..f.end, either end open)."""
-    total = _zero()
+    total = [0, 0, 0, 0.0, 0, 0]
     groups: dict = {}
-    for row in cube["cube"]:
-        day = row[dashboard.DAY]
-        if (f.start and day < f.start) or (f.end and day > f.end):
-            continue
-        if (f.server is not None and row[dashboard.SERVER] != f.server) or (
-                f.source is not None and row[dashboard.SOURCE] != f.source) or (
-                f.agent is not None and row[dashboard.AGENT] != f.agent):
+    keys: dict = {}  # day -> its period's key
+    bounds: dict = {}  # key -> [first day, last day] with usage
+    for day, server, agent, source, model, *v in day_rows(cube):
+        if (f.start and day < f.start) or (f.end and day > f.end) or (
+                f.server is not None and server != f.server) or (
+                f.source is not None and source != f.source) or (f.agent is not None and agent != f.agent):
             continue
         if by == "model":
-            if not row[dashboard.CALLS]:
+            if not v[1]:
                 continue  # a model's row counts its calls (a message without a call has no model to speak of)
-            key = row[dashboard.MODEL] or ""
+            key = model or ""
+        elif by == "day":
+            key = day
         else:
-            key = period(by, day)[0] if by != "day" else day
+            key = keys.get(day)
+            if key is None:
+                key = keys[day] = period(by, day)[0]
         g = groups.get(key)
         if g is None:
-            g = groups[key] = {**_zero(), "key": key, "first_day": day, "last_day": day}
-        _add(g, row)
-        _add(total, row)
-        g["first_day"], g["last_day"] = min(g["first_day"], day), max(g["last_day"], day)
-    rows = list(groups.values())
-    for g in rows:
+            g = groups[key] = [0, 0, 0, 0.0, 0, 0]
+            bounds[key] = [day, day]
+        for i in range(6):
+            g[i] += v[i]
+            total[i] += v[i]
+        b = bounds[key]
+        if day < b[0]:
+            b[0] = day
+        elif day > b[1]:
+            b[1] = day
+    rows = []
+    for key, v in groups.items():
+        g = {**_figures_of(v), "key": key, "first_day": bounds[key][0], "last_day": bounds[key][1]}
         if by == "model":
-            g["model"] = g["key"] or None
-            g["label"] = g["key"] or "(no model)"
+            g["model"] = key or None
+            g["label"] = key or "(no model)"
         else:
-            _, g["label"], g["from"], g["to"] = period(by, g["key"])
-            g[by] = g["key"]
-    return total, rows
+            _, g["label"], g["from"], g["to"] = period(by, key)
+            g[by] = key
+        rows.append(g)
+    return _figures_of(total), rows
 
 
 def order_rows(by: str, rows: list[dict], order: str) -> list[dict]:
