@@ -88,13 +88,9 @@ def places(datasette, request) -> list[Place]:
 
 
 def menu_links(datasette) -> list[dict]:
-    """Datasette's menu: the same places (no request: the first snapshot's), and the snapshot's download;
-    nothing when no snapshot is served."""
-    out = [{"href": p.href, "label": p.label} for p in places(datasette, None)]
-    database = _database(datasette, None)
-    if database and served.snapshots(datasette).get(database):
-        out.append({"href": str(datasette.urls.path(f"{database}.db")), "label": "Download the snapshot"})
-    return out
+    """Datasette's menu: the same places (no request: the first snapshot's); nothing when no snapshot is
+    served. (Not the snapshot's download: off unless asked for, it is every transcript in one click.)"""
+    return [{"href": p.href, "label": p.label} for p in places(datasette, None)]
 
 
 # -- a conversation's neighbours -----------------------------------------------------------------
