@@ -19,6 +19,8 @@ snapshot with a real `agentbase serve` on a free loopback port and prints the me
   - the session browser (the home page, from the snapshot's session_list): the first page, as JSON,
     each day preset, a past range, each filter (agent, server, source, has errors, has thinking),
     searches, everything at once, and a page from the middle of the list (keyset) (target < 300 ms);
+  - the Reports page: each report (per day, week, month, model, session), with filters, as JSON and CSV:
+    the first visit and the median (target < 300 ms);
     and what building session_list cost inside the export (or, on a reused snapshot made before it
     existed, when added in place).
 
@@ -322,6 +324,23 @@ def main() -> None:
                 verdict = "PASS" if status == 200 and first < 1.0 else "FAIL"
                 rows.append((f"dashboard {label}", f"first {first * 1000:.0f} ms, then {ms:.1f} ms "
                              f"({size / 1024:.0f} KB, HTTP {status})", "< 1000 ms", verdict))
+            # the Reports page: summed from the same cube (a per-day copy of it made at the first report)
+            # and from session_list; the first visit of each, then the median
+            for label, query in [(f"by={by}", f"by={by}") for by in ("day", "week", "month", "model", "session")] + [
+                    (f"by=day, agent={agent}", f"by=day&agent={quote(agent)}"),
+                    (f"by=month, server={server}", f"by=month&server={quote(server)}"),
+                    ("by=week, days=30", "by=week&days=30"),
+                    (f"by=session, agent={agent}", f"by=session&agent={quote(agent)}"),
+                    ("by=day JSON", "by=day&_=json"), ("by=model CSV", "by=model&_=csv")]:
+                path = "/-/agentbase/reports"
+                if query.endswith("&_=json") or query.endswith("&_=csv"):
+                    path += "." + query.rsplit("=", 1)[1]
+                    query = query.rsplit("&", 1)[0]
+                status, body, first = client.get(f"{path}?{query}")
+                ms, status, size = measure(client, f"{path}?{query}", args.repeat)
+                verdict = "PASS" if status == 200 and ms < 300 and first < 1.0 else "FAIL"
+                rows.append((f"reports {label}", f"first {first * 1000:.0f} ms, then {ms:.1f} ms "
+                             f"({size / 1024:.0f} KB, HTTP {status})", "< 300 ms", verdict))
             for label, path in session_checks:
                 ms, status, size = measure(client, path, args.repeat)
                 verdict = "PASS" if status == 200 and ms < 300 else "FAIL"

@@ -21,6 +21,7 @@ in Datasette 1.0, with the same arguments):
 - ``register_routes``: the session browser (the home page, browser.py), the
   conversation view ``/-/agentbase/session/<id>`` and its exports ``<id>.json``,
   ``<id>.md``, ``<id>.html`` and the dashboard ``/-/agentbase`` (pages.py), the
+  reports ``/-/agentbase/reports`` and its ``.json`` and ``.csv`` (reports.py), the
   login page ``/-/agentbase/login``, the MCP endpoint ``/-/agentbase/mcp`` (mcp_server.py, which
   ``skip_csrf`` exempts from the form token), the snapshot's download (live.py) and, with
   a password, ``/-/logout`` (see access.py). The stylesheets and the view's
@@ -30,7 +31,8 @@ in Datasette 1.0, with the same arguments):
   everything is behind the login (see access.py).
 - ``prepare_jinja2_environment``: ``agentbase_next_href(rows, columns)`` for
   the "Next page" link of the canned queries that page (templates/query.html),
-  ``agentbase_static(name)`` for a static file's URL.
+  ``agentbase_static(name)`` for a static file's URL, ``agentbase_places(request)``
+  for the navigation bar every page opens with (nav.py, templates/base.html).
 - ``canned_queries``: on a snapshot holding a source kind's data, the canned
   queries the kind declares (``Source.canned_queries``: name -> title, sql,
   params..., and optionally the ``tables`` it reads), as the export wrote them
@@ -60,7 +62,7 @@ from markupsafe import Markup
 
 from importer.search import fts_query
 
-from . import access, browser, explorer, facts, headers, live, mcp_server, pages, render, served
+from . import access, browser, explorer, facts, headers, live, mcp_server, nav, pages, render, reports, served
 from .snippets import snippet
 
 LINK_COLUMNS = {"conversation", "session", "message", "tool_call", "messages", "next"}
@@ -191,7 +193,7 @@ def extra_css_urls(datasette):
 
 @hookimpl
 def menu_links(datasette):
-    return [{"href": str(datasette.urls.path("-/agentbase")), "label": "AgentBase dashboard"}]
+    return nav.menu_links(datasette)
 
 
 @hookimpl
@@ -233,6 +235,7 @@ def register_routes(datasette):
         (r"^/-/agentbase/session/(?P<id>\d+)$", pages.session_view),
         (r"^/-/agentbase/session/(?P<id>\d+)\.(?P<format>json|md|html)$", pages.session_export_view),
         (r"^/-/agentbase/?$", pages.dashboard_view),
+        *reports.ROUTES,  # /-/agentbase/reports and its .json and .csv (reports.py)
         (r"^/-/agentbase/login$", access.login_view),
         # the MCP tools over streamable HTTP, behind the same permission check as the pages (mcp_server.py)
         (r"^/-/agentbase/mcp/?$", mcp_server.http_view),
@@ -283,6 +286,8 @@ def prepare_jinja2_environment(env, datasette):
     env.globals["agentbase_next_href"] = next_href
     # where Datasette serves the plugin's static/ files (its stylesheets and script)
     env.globals["agentbase_static"] = lambda name: served.static_url(datasette, name)
+    # the navigation bar on every page (templates/base.html)
+    env.globals["agentbase_places"] = lambda request: nav.places(datasette, request)
 
 
 # -- the explorer: canned-query forms, table pages, numbers (explorer.py) -----------------------

@@ -260,8 +260,12 @@ def related(conn: sqlite3.Connection, session: dict) -> dict:
 def session_label(s: dict | None) -> str:
     if not s:
         return ""
-    return (s.get("rule_title") or s.get("title") or s.get("label") or s.get("display_name") or s.get("session_uuid")
-            or f"#{s.get('id')}")
+    found = s.get("rule_title") or s.get("title") or s.get("label") or s.get("display_name")
+    if found:
+        return found
+    # never a bare id as a heading: what it is, and when
+    day = s.get("day") or (str(s.get("last_message_at") or s.get("started_at") or "")[:10] or None)
+    return f"Untitled {s.get('source') or s.get('agent_id') or 'agent'} session" + (f" of {day}" if day else "")
 
 
 # -- the order ----------------------------------------------------------------------------------
@@ -490,7 +494,7 @@ class _Builder:
         label = item[1] if item else ROLE_LABEL.get(role, role)
         if context:
             first = render._first_line(row.get("text_preview") or "", 90)
-            html = Markup('<details class="ab-context"><summary><span class="ab-badge ab-badge-context">context'
+            html = Markup('<details class="ab-context"><summary><span class="ab-badge ab-badge-context" title="text the agent put into the conversation (instructions, files, a summary)">context'
                           '</span> <span class="ab-dim">injected, not typed by anyone: '
                           '<span class="ab-preview">{}</span></span>'
                           '</summary>{}'

@@ -48,7 +48,10 @@ MAX_SERIES = 12  # agents drawn one by one in a chart; the rest are one grey "ot
 WEEKDAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
 PRESETS = (("1", "today"), ("7", "7 days"), ("30", "30 days"), ("90", "90 days"), ("365", "a year"),
            ("all", "all"))
-DEFAULT_DAYS = 90
+DEFAULT_DAYS = None  # the whole archive
+# The bars of a range this many days long or longer are weeks, then months (a bar a day would be a hair).
+WEEKLY_FROM_DAYS = 120
+MONTHLY_FROM_DAYS = 730
 
 # One pass, grouped in SQLite; the day and hour are local to the export's time zone. A table scan
 # (NOT INDEXED: the planner would walk an index and look every row up, twice as slow) unless the
@@ -202,7 +205,7 @@ def coverage(conn: sqlite3.Connection) -> list[dict]:
 
 
 def parse_days(value: str | None) -> int | None:
-    """?days=: a number of days (1 to 3,660), ``all`` (None), else the default."""
+    """?days=: a number of days (1 to 3,660), ``all`` (None), else the default (the whole archive)."""
     if value == "all":
         return None
     if value and value.isdigit():
@@ -239,10 +242,18 @@ def figures(base: dict, server: str | None = None, source: str | None = None, ag
     unpriced_days = _zeros(n)
     unpriced_day_tokens = _zeros(n)
     total = {"messages": 0, "calls": 0, "tokens": 0, "cost": 0.0, "unpriced_calls": 0, "unpriced_tokens": 0}
+    left_out = {"messages": 0, "calls": 0, "cost": 0.0, "first": None}  # what the filters select before the range
     for row in base["cube"]:
-        i = index.get(row[DAY])
-        if i is None or (server is not None and row[SERVER] != server) or (
+        if (server is not None and row[SERVER] != server) or (
                 source is not None and row[SOURCE] != source) or (agent is not None and row[AGENT] != agent):
+            continue
+        i = index.get(row[DAY])
+        if i is None:
+            if row[MESSAGES] and (left_out["first"] is None or row[DAY] < left_out["first"]):
+                left_out["first"] = row[DAY]
+            left_out["messages"] += row[MESSAGES]
+            left_out["calls"] += row[CALLS]
+            left_out["cost"] += row[COST]
             continue
         key = (row[SERVER], row[AGENT])
         a = per_agent.get(key)
@@ -324,6 +335,8 @@ def figures(base: dict, server: str | None = None, source: str | None = None, ag
         "unpriced_days": unpriced_days,
         "unpriced_day_tokens": unpriced_day_tokens,
         "total": total,
+        "left_out": {**left_out, "until": (date.fromisoformat(day_list[0]) - timedelta(days=1)).isoformat()
+                     if day_list and left_out["messages"] else None},
     }
 
 
@@ -364,13 +377,18 @@ def page(cube: dict, server: str | None = None, source: str | None = None, agent
     """One page's figures with its charts and tables ready to show (markup, every value escaped)."""
     fig = figures(cube, server, source, agent, days)
     labels, colors = fig["labels"], fig["colors"]
-    message_series = series(fig, "by_day")
-    cost_series = series(fig, "cost_by_day")
-    fig["messages_chart"] = bar_chart(fig["days"], message_series, fmt_count, "Messages per day per agent",
-                                      "messages")
+    unit = bar_unit(len(fig["days"]))
+    starts, names, groups = buckets(fig["days"], unit)
+    message_series = [(n, regroup(v, groups), c, k) for n, v, c, k in series(fig, "by_day")]
+    cost_series = [(n, regroup(v, groups), c, k) for n, v, c, k in series(fig, "cost_by_day")]
+    fig["unit"] = unit
+    fig["messages_chart"] = bar_chart(starts, message_series, fmt_count, f"Messages per {unit} per agent",
+                                      "messages", names=names, unit_of_bars=unit)
     fig["cost_chart"] = bar_chart(
-        fig["days"], cost_series, fmt_cost, "Cost per day per agent (USD, each model call once)",
-        "priced model calls", unpriced=(fig["unpriced_days"], fig["unpriced_day_tokens"]))
+        starts, cost_series, fmt_cost, f"Cost per {unit} per agent (USD, each model call once)",
+        "priced model calls", unpriced=(regroup(fig["unpriced_days"], groups),
+                                        regroup(fig["unpriced_day_tokens"], groups)),
+        names=names, unit_of_bars=unit)
     fig["legend"] = [(name, color) for name, _, color, _ in message_series]
     fig["cost_legend"] = [(name, color) for name, _, color, _ in cost_series]
     fig["heatmap"] = heatmap(fig["heat"], cube["timezone"])
@@ -391,6 +409,46 @@ def page(cube: dict, server: str | None = None, source: str | None = None, agent
     for t in fig["agents"] + fig["sources"] + [fig["total"]]:
         t["cost_label"] = cost_label(t)
     return fig
+
+
+def bar_unit(n_days: int) -> str:
+    """What a bar stands for in a range of ``n_days`` days: a day, a week (from WEEKLY_FROM_DAYS) or a
+    month (from MONTHLY_FROM_DAYS)."""
+    return "month" if n_days >= MONTHLY_FROM_DAYS else "week" if n_days >= WEEKLY_FROM_DAYS else "day"
+
+
+def buckets(days: list[str], unit: str) -> tuple[list[str], list[str], list[int]]:
+    """The bars of a range: their first days, their names (the day; "week of" its Monday; the month),
+    and for each day of the range the index of its bar. A week starts on a Monday, a month on its
+    first day; the first bar starts at the range's start (a part of its week or month)."""
+    starts: list[str] = []
+    names: list[str] = []
+    groups: list[int] = []
+    last_key = None
+    for d in days:
+        if unit == "day":
+            key = d
+        elif unit == "week":
+            parsed = date.fromisoformat(d)
+            key = (parsed - timedelta(days=parsed.weekday())).isoformat()
+        else:
+            key = d[:7]
+        if key != last_key:
+            starts.append(d)
+            names.append(d if unit == "day" else f"week of {key}" if unit == "week" else key)
+            last_key = key
+        groups.append(len(starts) - 1)
+    return starts, names, groups
+
+
+def regroup(values: list, groups: list[int]) -> list:
+    """Per-day values summed per bar (``groups``: each day's bar)."""
+    if not groups or groups[-1] == len(groups) - 1:
+        return list(values)
+    out = [type(values[0])() if values else 0] * (groups[-1] + 1)
+    for v, g in zip(values, groups):
+        out[g] += v
+    return out
 
 
 def cost_label(t: dict) -> str:
@@ -474,6 +532,21 @@ def _x_ticks(days: list[str]) -> list[tuple[int, str]]:
             if d.day == 1 and (d.year * 12 + d.month - 1) % every == 0]
 
 
+def _bucket_ticks(starts: list[str]) -> list[tuple[int, str]]:
+    """Labels of weekly or monthly bars: the bar where a month (every 1, 2, 3, 6 or 12 months: at most
+    13 labels) begins, as YYYY-MM."""
+    months = sorted({s[:7] for s in starts})
+    every = next((m for m in (1, 2, 3, 6, 12) if len(months) / m <= 13), 12 * math.ceil(len(months) / 156))
+    out, seen = [], set()
+    for i, s in enumerate(starts):
+        month = s[:7]
+        y, m = int(month[:4]), int(month[5:7])
+        if month not in seen and (y * 12 + m - 1) % every == 0:
+            out.append((i, month))
+        seen.add(month)
+    return out
+
+
 def _svg_open(width: int, height: int, title: str, cls: str = "ab-chart") -> Markup:
     return Markup('<svg class="{}" role="img" aria-label="{}" viewBox="0 0 {} {}" width="100%" '
                   'preserveAspectRatio="xMinYMin meet" xmlns="http://www.w3.org/2000/svg">'
@@ -481,12 +554,15 @@ def _svg_open(width: int, height: int, title: str, cls: str = "ab-chart") -> Mar
 
 
 def bar_chart(days: list[str], ranked: list[tuple], fmt, title: str, what: str, unit: str = "",
-              unpriced: tuple[list, list] | None = None, width: int = 960, height: int = 260) -> Markup:
-    """A stacked bar chart per day: one ``<g data-series>`` per series, filled with its colour;
-    every bar segment has a tooltip. ``unpriced`` (calls and tokens per day) adds a strip under the
-    axis marking the days with unpriced calls."""
+              unpriced: tuple[list, list] | None = None, width: int = 960, height: int = 260,
+              names: list[str] | None = None, unit_of_bars: str = "day") -> Markup:
+    """A stacked bar chart per day (or week, or month: ``days`` are then the bars' first days, ``names``
+    what the tooltips call them): one ``<g data-series>`` per series, filled with its colour; every
+    bar segment has a tooltip. ``unpriced`` (calls and tokens per bar) adds a strip under the axis
+    marking the bars with unpriced calls."""
     if not days or not ranked:
         return Markup('<p class="ab-dim ab-nodata">No {} in this range.</p>').format(what)
+    names = names or days
     strip = 16 if unpriced and any(unpriced[0]) else 0
     left, right, top, bottom = 70, 12, 12, 34 + strip
     plot_w, plot_h = width - left - right, height - top - bottom
@@ -514,12 +590,12 @@ def bar_chart(days: list[str], ranked: list[tuple], fmt, title: str, what: str, 
             x = left + i * slot + (slot - bar) / 2
             parts.append(Markup('<rect x="{:.1f}" y="{:.1f}" width="{:.1f}" height="{:.1f}">'
                                 '<title>{} · {}: {}{}</title></rect>').format(
-                x, base[i], bar, max(h, 0.5), days[i], name, fmt(v, exact=True), unit))
+                x, base[i], bar, max(h, 0.5), names[i], name, fmt(v, exact=True), unit))
         parts.append(Markup("</g>"))
     axis_y = top + plot_h
     parts.append(Markup('<line x1="{}" x2="{}" y1="{:.1f}" y2="{:.1f}" class="ab-baseline"/>').format(
         left, width - right, axis_y, axis_y))
-    for i, text in _x_ticks(days):
+    for i, text in (_x_ticks(days) if unit_of_bars == "day" else _bucket_ticks(days)):
         x = left + i * slot + slot / 2
         parts.append(Markup('<line x1="{:.1f}" x2="{:.1f}" y1="{:.1f}" y2="{:.1f}" class="ab-tick"/>'
                             '<text x="{:.1f}" y="{:.1f}" class="ab-axis" text-anchor="middle">{}</text>').format(
@@ -534,7 +610,7 @@ def bar_chart(days: list[str], ranked: list[tuple], fmt, title: str, what: str, 
                 x = left + i * slot + (slot - bar) / 2
                 parts.append(Markup('<rect x="{:.1f}" y="{}" width="{:.1f}" height="10">'
                                     '<title>{}: {} unpriced call{} ({} tokens, no price: not $0)</title>'
-                                    '</rect>').format(x, y, max(bar, 2.0), days[i], f"{calls:,}",
+                                    '</rect>').format(x, y, max(bar, 2.0), names[i], f"{calls:,}",
                                                       "" if calls == 1 else "s", f"{unpriced[1][i]:,}"))
         parts.append(Markup("</g>"))
     parts.append(Markup("</svg>"))

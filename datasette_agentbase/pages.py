@@ -14,7 +14,7 @@ from urllib.parse import urlencode
 from datasette.utils.asgi import NotFound, Response
 from markupsafe import Markup
 
-from . import conversation, dashboard, live, served, session_export
+from . import conversation, dashboard, live, nav, served, session_export
 
 
 def _session_id(request) -> int:
@@ -62,6 +62,7 @@ def _session_context(datasette, db, data, view: dict, links: dict, everything: b
         "database": db.name,
         "session": s,
         "title": conversation.session_label(s),
+        "badges": nav.badges(s),
         "turns": view["turns"],
         "relatives": view["relatives"],
         "timezone": data["timezone"], "first": data["first"], "last": data["last"],
@@ -82,6 +83,20 @@ async def session_view(datasette, request):
         "session_row_href": links["row"]("sessions", session_id),
         "dashboard_href": str(datasette.urls.path("-/agentbase")),
         "js_href": served.static_url(datasette, "agentbase.js"),
+    })
+    # the crumbs lead back to the session browser (all of it, then this agent's); previous and next
+    # are the sessions around this one in the browser's order
+    keep_db = [("db", db.name)] if request.args.get("db") else []
+    home = str(datasette.urls.instance())
+    s = data["session"]
+    agent_params = keep_db + [(k, v) for k, v in (("agent", s.get("agent_id")), ("server", s.get("server"))) if v]
+    around = await db.execute_fn(lambda conn: nav.neighbours(conn, session_id))
+    for n in around.values():
+        n["href"] = served.session_path(datasette, db.name, n["id"])
+    context.update({
+        "sessions_href": home + ("?" + urlencode(keep_db) if keep_db else ""),
+        "agent_sessions_href": home + "?" + urlencode(agent_params) if agent_params != keep_db else None,
+        "neighbours": around,
     })
     html = await datasette.render_template("agentbase_session.html", context, request=request)
     return Response.html(html)
@@ -250,6 +265,7 @@ async def dashboard_view(datasette, request):
                      and (filters["source"] is None or c["source"] == filters["source"])],
         "queries": query_links,
         "reset_href": href(server=None, source=None, agent=None, days=None),
+        "all_href": href(days="all"),
     }
     html = await datasette.render_template("agentbase_dashboard.html", context, request=request)
     return Response.html(html)

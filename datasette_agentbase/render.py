@@ -340,7 +340,7 @@ def _command_text(value, key: str) -> str | None:
 
 def file_head(action: str, path: str | None, detail: str = "") -> Markup:
     shown = Markup(' <span class="ab-dim">{}</span>').format(detail) if detail else ""
-    return Markup('<div class="ab-file-head"><span class="ab-badge ab-badge-file">{}</span> <code class="ab-path">'
+    return Markup('<div class="ab-file-head"><span class="ab-badge ab-badge-file" title="what the tool did to a file">{}</span> <code class="ab-path">'
                   '{}</code>{}</div>').format(action, path or "(no path)", shown)
 
 
@@ -436,7 +436,7 @@ def diff_view(lines: list[str], options: Options = CELL) -> Markup:
     body, adds, dels = _diff_lines(lines)
     files = sum(1 for line in lines if line.startswith(("*** Add File", "*** Update File", "*** Delete File",
                                                         "+++ ")))
-    head = Markup('<div class="ab-file-head"><span class="ab-badge ab-badge-file">patch</span> <span class="ab-dim">'
+    head = Markup('<div class="ab-file-head"><span class="ab-badge ab-badge-file" title="a change to one or more files, as a diff">patch</span> <span class="ab-dim">'
                   '{}+{} −{}</span></div>').format(f"{files} file{'s' if files != 1 else ''}, " if files else "",
                                                    adds, dels)
     return head + _diff_block(body, adds + dels, options)
@@ -504,7 +504,7 @@ def tool_call(block: dict, options: Options = CELL, extra: Markup | str = "") ->
     name = block.get("name")
     call_id = block.get("id")
     shown_id = f' <span class="ab-dim">{escape(call_id)}</span>' if isinstance(call_id, str) else ""
-    head = (f'<div class="ab-call-head"><span class="ab-badge ab-badge-tool">tool call</span> '
+    head = (f'<div class="ab-call-head"><span class="ab-badge ab-badge-tool" title="the model asked a tool to run, with these arguments">tool call</span> '
             f'<strong class="ab-tool-name">{escape(name if isinstance(name, str) else "?")}</strong>{shown_id}</div>')
     args = tool_arguments(name, block.get("arguments", block.get("partialJson")), options)
     return Markup(f'<div class="ab-call">{head}{escape(extra)}{args}</div>')
@@ -534,7 +534,8 @@ def tool_result(content, options: Options = CELL, is_error: bool = False, name=N
     label = "error" if is_error else "result"
     named = f"<strong>{escape(name)}</strong> " if isinstance(name, str) and name else ""
     first = f"{lines:,} lines, {len(plain):,} characters" if long else _first_line(plain, 80)
-    summary = Markup(f'<span class="ab-badge ab-badge-{label}">{label}</span> {named}{escape(meta)} '
+    hover = "the tool failed: its output" if is_error else "what the tool answered"
+    summary = Markup(f'<span class="ab-badge ab-badge-{label}" title="{hover}">{label}</span> {named}{escape(meta)} '
                      f'<span class="ab-dim{"" if long else " ab-preview"}">{escape(first)}</span>')
     css = "ab-result ab-result-error" if is_error else "ab-result"
     if not fold:
@@ -550,7 +551,7 @@ def thinking(thought, options: Options = CELL, redacted: bool = False) -> Markup
     if redacted or not isinstance(thought, str):
         return Markup('<div class="ab-thinking ab-dim">thinking (redacted)</div>')
     return _fold(prose(thought, options),
-                 Markup('<span class="ab-badge ab-badge-thinking">thinking</span> <span class="ab-dim">{} '
+                 Markup('<span class="ab-badge ab-badge-thinking" title="the model\'s reasoning before it answered">thinking</span> <span class="ab-dim">{} '
                         'characters</span> <span class="ab-thinking-preview ab-preview">{}</span>').format(
                      f"{len(thought):,}", _first_line(_MARKS.sub("", _first_line(thought, 200)), 90)),
                  folded=True, css="ab-thinking")

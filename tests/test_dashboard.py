@@ -172,7 +172,7 @@ FILTERS = [dict(), dict(days=7), dict(days=30, server="beta"), dict(days=None, s
 
 def query_of(f: dict) -> str:
     params = {k: v for k, v in f.items() if v is not None and k != "days"}
-    params["days"] = "all" if f.get("days", 90) is None else str(f.get("days", 90))
+    params["days"] = "all" if f.get("days") is None else str(f.get("days"))
     return "&".join(f"{k}={v}" for k, v in params.items())
 
 
@@ -191,7 +191,7 @@ def model_rows(html: str, priced: bool) -> dict[str, dict]:
 @pytest.mark.parametrize("f", FILTERS, ids=query_of)
 def test_cost_per_model_equals_sql(site, db, f):
     html = page(site, query_of(f))
-    sql, params = where(f.get("days", 90), f.get("server"), f.get("source"), f.get("agent"))
+    sql, params = where(f.get("days"), f.get("server"), f.get("source"), f.get("agent"))
     priced = {m: (n, t, c) for m, n, t, c in db.execute(
         f"SELECT COALESCE(model, '(no model)'), COUNT(*), SUM(COALESCE(total_tokens, 0)), SUM(cost_usd) FROM messages "
         f"WHERE {sql} AND cost_source IN ('recorded', 'computed') GROUP BY 1", params)}
@@ -368,9 +368,9 @@ def test_presets_keep_the_other_filters(site):
         "server": {"source": "openclaw", "agent": "main", "days": "30"},
         "source": {"server": "beta", "agent": "main", "days": "30"},
         "agent": {"server": "beta", "source": "openclaw", "days": "30"}}
-    # ?db= is kept as well; no filter: the default range (90 days)
+    # ?db= is kept as well; no filter: the default range (the whole archive)
     assert all(q.get("db") == "snapshot" for _, q, _ in presets(page(site, "db=snapshot&days=7")))
-    assert [current for _, _, current in presets(page(site))] == [False, False, False, True, False, False]
+    assert [current for _, _, current in presets(page(site))] == [False, False, False, False, False, True]
     # each preset is the range it says: its first day, the latest day minus days - 1
     for days in (1, 7, 30):
         html = page(site, f"days={days}")
@@ -402,7 +402,7 @@ def test_heatmap_counts_equal_sql(site, db, f):
     cells = {(int(w), int(h)): int(n) for w, h, n in re.findall(
         r'data-weekday="(\d)" data-hour="(\d+)" data-count="(\d+)"', html)}
     assert len(cells) == 7 * 24
-    sql, params = where(f.get("days", 90), f.get("server"), f.get("source"), f.get("agent"))
+    sql, params = where(f.get("days"), f.get("server"), f.get("source"), f.get("agent"))
     expected = {k: 0 for k in cells}
     for w, h, n in db.execute(f"SELECT (CAST(strftime('%w', day) AS INTEGER) + 6) % 7, "
                               f"CAST(substr(local_time, 12, 2) AS INTEGER), COUNT(*) FROM messages WHERE {sql} "
@@ -466,7 +466,7 @@ def test_everything_is_escaped_and_offline(site):
 def test_bad_arguments(site):
     for query in ("days=abc", "days=-3", "days=0", "days=99999", "server=", "days=1&agent="):
         assert site.get("/-/agentbase?" + query).status_code == 200, query
-    assert presets(page(site, "days=abc"))[3][2]  # nonsense: the default 90 days
+    assert presets(page(site, "days=abc"))[5][2]  # nonsense: the default, the whole archive
     assert site.get("/-/agentbase?db=nope").status_code == 404
 
 

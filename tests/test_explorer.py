@@ -738,7 +738,7 @@ def test_file_writes_edits_and_patches(kinds):
     site, ids = kinds
     html = site.get(f"/-/agentbase/session/{ids['reading']}").text
     # OpenClaw's write and Claude's Write: the file's content, coloured by its name
-    assert '<span class="ab-badge ab-badge-file">write</span> <code class="ab-path">src/app.py</code>' in html
+    assert '<span class="ab-badge ab-badge-file" title="what the tool did to a file">write</span> <code class="ab-path">src/app.py</code>' in html
     assert '<pre class="ab-code"><code><span class="k">def</span><span class="w"> </span><span class="nf">greet' in html
     assert "__xss_write" in html and "&lt;/script&gt;" in html.split("__xss_write")[1][:200]
     assert '<code class="ab-path">/home/dev/app/config.json</code> <span class="ab-dim">3 lines</span>' in html
@@ -758,10 +758,10 @@ def test_file_writes_edits_and_patches(kinds):
     assert "&#34;oldText&#34;" not in html and "&#34;content&#34;" not in html and "&#34;input&#34;" not in html
     # the agent-server's Codex fileChange and Claude's Edit; Codex's own apply_patch
     html = site.get(f"/-/agentbase/session/{ids['agent_server_codex']}").text
-    assert '<span class="ab-badge ab-badge-file">update</span> <code class="ab-path">payments/refunds.py</code>' in html
+    assert '<span class="ab-badge ab-badge-file" title="what the tool did to a file">update</span> <code class="ab-path">payments/refunds.py</code>' in html
     assert '<span class="ab-diff-file">--- a/payments/refunds.py</span>' in html and "ab-diff-add" in html
     html = site.get(f"/-/agentbase/session/{ids['agent_server']}").text
-    assert '<span class="ab-badge ab-badge-file">edit</span>' in html and "ab-diff-del" in html
+    assert '<span class="ab-badge ab-badge-file" title="what the tool did to a file">edit</span>' in html and "ab-diff-del" in html
     html = site.get(f"/-/agentbase/session/{ids['codex']}").text
     assert '<span class="ab-diff-file">*** Update File: src/greet.py</span>' in html
     # Claude Code's Edit, Write, Bash (with its description) and Task (its prompt as Markdown)
@@ -863,7 +863,7 @@ def test_every_kind_reads_sensibly(kinds, site):
     # Codex: injected context folded, reasoning like thinking, toolCall rows as calls with their result
     codex = kinds_site.get(f"/-/agentbase/session/{ids['codex']}").text
     assert codex.count('<section class="ab-turn ab-turn-context"') == 3
-    assert '<details class="ab-context"><summary><span class="ab-badge ab-badge-context">context' in codex
+    assert '<details class="ab-context"><summary><span class="ab-badge ab-badge-context" title="text the agent put into the conversation (instructions, files, a summary)">context' in codex
     assert '<section class="ab-turn ab-turn-reasoning"' in codex and '<details class="ab-thinking">' in codex
     calls = re.findall(r'<section class="ab-turn ab-turn-call"[^>]*>.*?</section>', codex, re.S)
     assert calls and all("ab-result" in c for c in calls)

@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import tempfile
 import time
 import urllib.request
 from pathlib import Path
+from urllib.parse import parse_qsl, urlsplit
 
 import pytest
 
@@ -357,6 +359,7 @@ def test_no_page_is_wider_than_a_phone(served_kinds, browser):
     screen (tables and code scroll inside their own box, long paths break): nothing scrolls sideways."""
     base, ids = served_kinds
     pages = {"sessions": "/", "dashboard": "/-/agentbase"}
+    pages.update({f"reports-{by}": f"/-/agentbase/reports?by={by}" for by in REPORTS})
     pages.update({f"conversation-{kind.replace('_', '-')}": f"/-/agentbase/session/{sid}" for kind, sid in ids.items()})
     wide = {}
     try:
@@ -380,6 +383,151 @@ def test_no_page_is_wider_than_a_phone(served_kinds, browser):
         browser.set_window_size(1280, 1600)
     assert wide == {}, wide
     assert cards == "block"  # a card per session, not a table row
+
+
+# -- the navigation bar and the reports ---------------------------------------------------------------------
+
+REPORTS = ("day", "week", "month", "model", "session")
+PLACES = ["Sessions", "Search", "Dashboard", "Reports", "SQL/Tables"]
+
+
+def nav_pages(ids: dict) -> dict[str, tuple[str, str | None]]:
+    """name -> (path, the place the bar marks)."""
+    return {
+        "sessions": ("/", "Sessions"),
+        "search": ("/?q=greeting", "Search"),
+        "conversation": (f"/-/agentbase/session/{ids['reading']}", "Sessions"),
+        "dashboard": ("/-/agentbase", "Dashboard"),
+        "reports": ("/-/agentbase/reports", "Reports"),
+        "reports-session": ("/-/agentbase/reports?by=session", "Reports"),
+        "database": ("/snapshot", "SQL/Tables"),
+        "table": ("/snapshot/messages", "SQL/Tables"),
+        "row": ("/snapshot/sessions/1", "SQL/Tables"),
+        "canned-query": ("/snapshot/daily_cost", "SQL/Tables"),
+        "sql": ("/snapshot?sql=select+count(*)+from+messages", "SQL/Tables"),
+        "not-found": ("/-/agentbase/session/999999", None),
+    }
+
+
+def test_the_navigation_bar_on_every_page(served_kinds, browser):
+    """Every page, the plugin's and Datasette's own (tables, rows, queries, an error), opens with the
+    same bar, its own place marked, at 1400 px and at 390 px (where it fits the screen); its links
+    lead where they say."""
+    from selenium.webdriver.common.by import By
+
+    base, ids = served_kinds
+    pages = nav_pages(ids)
+    marked, seen = {}, {}
+    try:
+        for width in (1400, 390):
+            browser.set_window_size(width, 900)
+            for name, (path, place) in pages.items():
+                browser.get(base + path)
+                assert "Traceback" not in browser.page_source
+                bar = browser.find_element(By.CSS_SELECTOR, "header ul.ab-navbar")
+                links = bar.find_elements(By.TAG_NAME, "a")
+                assert bar.is_displayed() and [a.text for a in links] == PLACES, name
+                current = [a.text for a in links if a.get_attribute("aria-current") == "page"]
+                marked[name] = current[0] if current else None
+                seen[name] = {a.text: a.get_attribute("href") for a in links}
+                # the bar fits: every place is inside the window, none hidden under another
+                right = browser.execute_script(
+                    "return Math.max(...[...arguments[0].querySelectorAll('a')].map(a => a.getBoundingClientRect().right))",
+                    bar)
+                assert right <= browser.execute_script("return document.documentElement.clientWidth"), (name, width)
+                full_page_screenshot(browser, artifact_dir() / f"nav-{name}-{width}.png", cap=2400)
+    finally:
+        browser.set_window_size(1280, 1600)
+    assert marked == {name: place for name, (_, place) in pages.items()}
+    hrefs = seen["table"]
+    assert [urlsplit(hrefs[p]).path for p in PLACES] == ["/", "/", "/-/agentbase", "/-/agentbase/reports", "/snapshot"]
+    assert urlsplit(hrefs["Search"]).fragment == "search"
+    # Search lands on the session browser's search box
+    browser.get(hrefs["Search"])
+    box = browser.find_element(By.CSS_SELECTOR, "#search input[name=q]")
+    assert box.is_displayed()
+    # a conversation's crumbs lead back to the session browser (not the raw table), then its agent's sessions
+    browser.get(base + pages["conversation"][0])
+    crumbs = browser.find_elements(By.CSS_SELECTOR, "header .crumbs a")
+    assert urlsplit(crumbs[0].get_attribute("href")).path == "/" and crumbs[0].text == "sessions"
+    agent = dict(parse_qsl(urlsplit(crumbs[1].get_attribute("href")).query))
+    assert agent == {"agent": "main", "server": "alpha"}
+    # newer and older: the sessions around this one in the list's order
+    listed = json.loads(urllib.request.urlopen(base + "/-/agentbase/sessions.json?limit=500", timeout=30).read())
+    order = [r["id"] for r in listed["rows"]]
+    here = order.index(ids["reading"])
+    newer = browser.find_elements(By.CSS_SELECTOR, ".ab-neighbours a.ab-newer")
+    older = browser.find_elements(By.CSS_SELECTOR, ".ab-neighbours a.ab-older")
+    if here > 0:
+        assert newer[0].get_attribute("href").endswith(f"/-/agentbase/session/{order[here - 1]}")
+    if here + 1 < len(order):
+        assert older[0].get_attribute("href").endswith(f"/-/agentbase/session/{order[here + 1]}")
+        older[0].click()
+        assert urlsplit(browser.current_url).path == f"/-/agentbase/session/{order[here + 1]}"
+    # the title is never a bare UUID, and the badge line says each thing once, each explained on hover
+    for sid in order:
+        browser.get(f"{base}/-/agentbase/session/{sid}")
+        title = browser.find_element(By.CSS_SELECTOR, "h1.ab-title").text
+        assert not re.fullmatch(r"[0-9a-f-]{36}", title.strip()), sid
+        badges = browser.find_elements(By.CSS_SELECTOR, ".ab-session-meta .ab-badge")
+        texts = [b.text for b in badges]
+        assert len(texts) == len(set(texts)) and all(b.get_attribute("title") for b in badges), (sid, texts)
+    # Datasette's menu lists every place
+    browser.get(base + "/snapshot")
+    browser.find_element(By.CSS_SELECTOR, "details.nav-menu > summary").click()
+    menu = [a.text for a in browser.find_elements(By.CSS_SELECTOR, ".nav-menu-inner a")]
+    assert menu[:5] == PLACES
+
+
+def test_reports_in_chromium(served_kinds, browser):
+    """The Reports page: each report a click away, the totals row on top, filters kept from one report to
+    the next, a row's link to its sessions, CSV and JSON; screenshots at 1400 and 390 px."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    base, ids = served_kinds
+    driver = browser
+    driver.set_window_size(1400, 1000)
+    driver.get(base + "/-/agentbase/reports")
+    assert_nothing_ran(driver)
+    kinds = driver.find_elements(By.CSS_SELECTOR, "nav.ab-report-kinds a")
+    assert [k.text for k in kinds] == ["daily", "weekly", "monthly", "per model", "per session"]
+    assert driver.find_element(By.CSS_SELECTOR, "nav.ab-report-kinds a[aria-current=page]").text == "daily"
+    # an agent chosen in the form is kept when another report is picked
+    Select(driver.find_element(By.NAME, "agent")).select_by_value("main")
+    driver.find_element(By.CSS_SELECTOR, "form.ab-report-filters input[type=submit]").click()
+    assert dict(parse_qsl(urlsplit(driver.current_url).query)) == {"agent": "main"}
+    driver.find_element(By.CSS_SELECTOR, 'nav.ab-report-kinds a[data-by="week"]').click()
+    assert dict(parse_qsl(urlsplit(driver.current_url).query)) == {"by": "week", "agent": "main"}
+    rows = driver.find_elements(By.CSS_SELECTOR, "table.ab-report tbody tr")
+    assert rows[0].get_attribute("class") == "ab-total" and rows[0].text.startswith("Total")
+    data = json.loads(urllib.request.urlopen(base + "/-/agentbase/reports.json?by=week&agent=main", timeout=30).read())
+    assert len(rows) == len(data["rows"]) + 1
+    assert rows[0].find_elements(By.TAG_NAME, "td")[4].text == data["total"]["cost"]
+    # a week's link: that week's sessions in the session browser
+    week = data["rows"][0]
+    rows[1].find_element(By.CSS_SELECTOR, "a.ab-row-sessions").click()
+    assert dict(parse_qsl(urlsplit(driver.current_url).query)) == {"agent": "main", "from": week["from"],
+                                                                  "to": week["to"]}
+    assert driver.find_elements(By.CSS_SELECTOR, "table.ab-session-list tbody tr")
+    # CSV and JSON of what the page shows
+    driver.get(base + "/-/agentbase/reports?by=model")
+    csv_href = driver.find_element(By.CSS_SELECTOR, "a.ab-export-csv").get_attribute("href")
+    with urllib.request.urlopen(csv_href, timeout=30) as r:
+        assert r.headers["Content-Type"].startswith("text/csv")
+        lines = r.read().decode().splitlines()
+    assert lines[0].startswith("model,messages,model_calls") and lines[1].startswith("Total,")
+    json_href = driver.find_element(By.CSS_SELECTOR, "a.ab-export-json").get_attribute("href")
+    assert json.loads(urllib.request.urlopen(json_href, timeout=30).read())["by"] == "model"
+    try:
+        for by in REPORTS:
+            for width in (1400, 390):
+                driver.set_window_size(width, 900)
+                driver.get(f"{base}/-/agentbase/reports?by={by}")
+                assert_nothing_ran(driver)
+                full_page_screenshot(driver, artifact_dir() / f"reports-{by}-{width}.png", cap=4000)
+    finally:
+        driver.set_window_size(1280, 1600)
 
 
 def test_export_links_and_the_offline_html_in_chromium(served_kinds, browser, tmp_path):

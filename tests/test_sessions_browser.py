@@ -103,7 +103,7 @@ def test_the_session_list_in_chromium(served, browser, every):  # noqa: F811
             t => Math.round(t.getBoundingClientRect().height));""")
     assert max(heights) < 1.6 * min(heights), heights
     # the tables and SQL are one click away
-    tables = driver.find_element(By.LINK_TEXT, "Tables and SQL")
+    tables = driver.find_element(By.LINK_TEXT, "SQL/Tables")
     assert urlsplit(tables.get_attribute("href")).path == "/snapshot"
     full_page_screenshot(driver, "sessions-home.png")
 

@@ -148,7 +148,8 @@ def test_the_home_page(site, every):
     text = r.text
     assert page_ids(text) == [row["id"] for row in every[:50]]
     # Datasette's tables and SQL stay one click away, and the dashboard
-    assert '<a href="/snapshot" title="Datasette' in text and 'href="/-/agentbase">Dashboard</a>' in text
+    nav = re.search(r'<ul class="ab-navbar".*?</ul>', text, re.S).group(0)
+    assert 'href="/snapshot" class="ab-nav-sql"' in nav and 'href="/-/agentbase" class="ab-nav-dashboard"' in nav
     tables = site.get("/snapshot")
     assert tables.status_code == 200
     assert "/snapshot/sessions" in tables.text and "/snapshot/session_list" in tables.text
