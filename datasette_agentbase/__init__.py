@@ -59,7 +59,7 @@ from markupsafe import Markup
 
 from importer.search import fts_query
 
-from . import access, browser, explorer, facts, headers, live, pages, render, served
+from . import access, browser, explorer, facts, headers, live, live_pages, pages, render, served
 from .snippets import snippet
 
 LINK_COLUMNS = {"conversation", "session", "message", "tool_call", "messages", "next"}
@@ -233,6 +233,7 @@ def register_routes(datasette):
         (r"^/-/agentbase/session/(?P<id>\d+)\.(?P<format>json|md|html)$", pages.session_export_view),
         (r"^/-/agentbase/?$", pages.dashboard_view),
         (r"^/-/agentbase/login$", access.login_view),
+        *live_pages.ROUTES,  # what a live page asks for: the snapshot's version, a conversation's new cards
         # the snapshot's download, as one consistent copy of a file updated in place (live.py)
         (r"^/(?P<database>[^/]+)\.db$", live.download_view),
     ]
