@@ -20,8 +20,10 @@ in Datasette 1.0, with the same arguments):
   are left to datasette-json-html.
 - ``register_routes``: the session browser (the home page, browser.py), the
   conversation view ``/-/agentbase/session/<id>`` and its exports ``<id>.json``,
-  ``<id>.md``, ``<id>.html`` and the dashboard ``/-/agentbase`` (pages.py), the
-  login page ``/-/agentbase/login``, the snapshot's download (live.py) and, with
+  ``<id>.md``, ``<id>.html`` and the dashboard ``/-/agentbase`` (pages.py), what a
+  live page asks for (``/-/agentbase/version.json`` and a conversation's
+  ``since.json``: live_pages.py), the login page ``/-/agentbase/login``, the
+  snapshot's download (live.py) and, with
   a password, ``/-/logout`` (see access.py). The stylesheets and the view's
   script are ``static/``, which Datasette serves itself under
   ``/-/static-plugins/agentbase/`` (served.static_url).

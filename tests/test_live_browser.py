@@ -147,10 +147,14 @@ def test_a_conversation_follows_the_transcript(site, browser):
     count = query(archive.snapshot, "SELECT COUNT(*) FROM messages WHERE session_id = ?", (sid,))[0][0]
     assert f"of {count:,}" in _text(driver, "table.ab-totals")
 
-    # a tool call, then (a cycle later) its result: the call's card is drawn again with the result under it
+    # a tool call, then (a cycle later) its result: the call's card is drawn again with the result under it;
+    # a reader at the end of the page stays at the end (as tail -f)
+    driver.execute_script("window.scrollTo(0, document.documentElement.scrollHeight)")
     before = archive.append(c.assistant([exec_call("toolu_live_1", "uptime # ospreycheck")]))
     _seen(driver, archive, before, lambda d: "ospreycheck" in _text(d, ".ab-conversation"),
           "a tool call")
+    assert driver.execute_script("const e = document.documentElement;"
+                                 "return window.innerHeight + window.scrollY >= e.scrollHeight - 2")
     card = _turn_ids(driver)[-1]
     assert "no result recorded" in _text(driver, "#" + card)
     driver.execute_script("document.querySelectorAll('#' + arguments[0] + ' details').forEach(d => d.open = true)",
