@@ -143,6 +143,16 @@ def test_an_update_in_place_is_a_new_version_with_new_cards(growing):
     # the totals say the new count, as the snapshot holds it
     count = query(growing.snapshot, "SELECT COUNT(*) FROM messages WHERE session_id = ?", (sid,))[0][0]
     assert f"of {count:,}" in doc["totals"]
+    # a full build (a new file under the name): another build id, and the page's cards still found in it
+    store = open_store(f"sqlite:///{growing.db}")
+    try:
+        assert export_snapshot(store, growing.snapshot, timezone="UTC", full=True).mode == "full"
+    finally:
+        store.close()
+    rebuilt = _json(site, "/-/agentbase/version.json")["version"]
+    assert rebuilt == version(growing.snapshot) and rebuilt.split(":")[0] != now.split(":")[0]
+    doc = _json(site, f"/-/agentbase/session/{sid}/since.json?after={turns[-1]}")
+    assert doc["version"] == rebuilt and [c["key"] for c in doc["cards"]] == growing.turns()[-REPLAY:]
 
 
 def test_only_get(grown, site):

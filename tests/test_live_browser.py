@@ -125,7 +125,9 @@ def test_a_conversation_follows_the_transcript(site, browser):
     assert wait(lambda: (_live(driver) or {}).get("state") == "live", timeout=10), _live(driver)
     assert _badge(driver) == "live"
     assert _turn_ids(driver) == _oracle_turns(archive, sid)
-    driver.execute_script("window.__abLoadedOnce = 'the same page'; window.scrollTo(0, 400)")
+    driver.execute_script("window.__abLoadedOnce = 'the same page'; window.scrollTo(0, 400);"
+                          "window.__abBlocked = []; document.addEventListener('securitypolicyviolation',"
+                          " e => window.__abBlocked.push(e.violatedDirective + ' ' + e.blockedURI))")
     scrolled = driver.execute_script("return window.scrollY")
     assert scrolled == 400  # (the page is long enough to scroll: the reader is in its middle)
     before_html = driver.execute_script("return document.querySelector('.ab-conversation').children.length")
@@ -165,6 +167,7 @@ def test_a_conversation_follows_the_transcript(site, browser):
     assert _turn_ids(driver) == _oracle_turns(archive, sid) and _turn_ids(driver)[-1] == card
     assert "no result recorded" not in _text(driver, "#" + card)
     assert driver.execute_script("return window.__abLoadedOnce") == "the same page"
+    assert driver.execute_script("return window.__abBlocked") == []  # the CSP let everything it did through
     _shots(driver, "conversation")
 
     # a hidden tab pauses (nothing is asked of the server), a visible one follows again at once

@@ -53,6 +53,9 @@
     }
     status.state = state;
     status.why = why;
+    var drawn = state + "|" + why + "|" + status.added;
+    if (badge.getAttribute("data-drawn") === drawn) return; // (unchanged: nothing re-announced every poll)
+    badge.setAttribute("data-drawn", drawn);
     badge.className = "ab-live" + (state === "live" ? "" : " ab-live-paused");
     badge.title = state === "live"
       ? "This page follows the archive: what an export adds shows here within seconds, without a reload."
