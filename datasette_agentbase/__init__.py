@@ -21,9 +21,11 @@ in Datasette 1.0, with the same arguments):
 - ``register_routes``: the session browser (the home page, browser.py), the
   conversation view ``/-/agentbase/session/<id>`` and its exports ``<id>.json``,
   ``<id>.md``, ``<id>.html`` and the dashboard ``/-/agentbase`` (pages.py), the
-  reports ``/-/agentbase/reports`` and its ``.json`` and ``.csv`` (reports.py), the
-  login page ``/-/agentbase/login``, the MCP endpoint ``/-/agentbase/mcp`` (mcp_server.py, which
-  ``skip_csrf`` exempts from the form token), the snapshot's download (live.py) and, with
+  reports ``/-/agentbase/reports`` and its ``.json`` and ``.csv`` (reports.py), what a
+  live page asks for (``/-/agentbase/version.json`` and a conversation's
+  ``since.json``: live_pages.py), the login page ``/-/agentbase/login``, the MCP endpoint
+  ``/-/agentbase/mcp`` (mcp_server.py, which ``skip_csrf`` exempts from the form token),
+  the snapshot's download (live.py) and, with
   a password, ``/-/logout`` (see access.py). The stylesheets and the view's
   script are ``static/``, which Datasette serves itself under
   ``/-/static-plugins/agentbase/`` (served.static_url).
@@ -62,7 +64,7 @@ from markupsafe import Markup
 
 from importer.search import fts_query
 
-from . import access, browser, explorer, facts, headers, live, mcp_server, nav, pages, render, reports, served
+from . import access, browser, explorer, facts, headers, live, live_pages, mcp_server, nav, pages, render, reports, served
 from .snippets import snippet
 
 LINK_COLUMNS = {"conversation", "session", "message", "tool_call", "messages", "next"}
@@ -239,6 +241,7 @@ def register_routes(datasette):
         (r"^/-/agentbase/login$", access.login_view),
         # the MCP tools over streamable HTTP, behind the same permission check as the pages (mcp_server.py)
         (r"^/-/agentbase/mcp/?$", mcp_server.http_view),
+        *live_pages.ROUTES,  # what a live page asks for: the snapshot's version, a conversation's new cards
         # the snapshot's download, as one consistent copy of a file updated in place (live.py)
         (r"^/(?P<database>[^/]+)\.db$", live.download_view),
     ]

@@ -35,7 +35,7 @@ from importer.search import fts_query
 from . import facts
 from .facts import SESSION_LIST, SESSION_LIST_COLUMNS, SESSION_LIST_FTS
 
-from . import dashboard, live, served
+from . import dashboard, live, live_pages, served
 
 PAGE_SIZE = 50
 MAX_PAGE = 500
@@ -206,6 +206,7 @@ def load(conn: sqlite3.Connection, f: Filters, database: str | None = None) -> d
     """Everything a page shows (runs in Datasette's SQL thread)."""
     if not facts.has_tables(conn, SESSION_LIST, SESSION_LIST_FTS):
         return {"missing": True, "meta": _meta(conn)}
+    version = live.version(conn)  # (first: an update landing meanwhile is a change the live page sees next)
     choices = _choices(conn, database)
     resolve_range(f, choices["latest"])
     sql, params = page_sql(f)
@@ -221,7 +222,7 @@ def load(conn: sqlite3.Connection, f: Filters, database: str | None = None) -> d
         sql, params = count_sql(f, before_cursor=True)
         skipped = conn.execute(sql, params).fetchone()[0]
     return {"missing": False, "meta": _meta(conn), "choices": choices, "rows": rows, "more": more,
-            "count": total, "skipped": skipped}
+            "count": total, "skipped": skipped, "version": version}
 
 
 # -- how a row reads ----------------------------------------------------------------------------------
@@ -375,6 +376,7 @@ async def sessions_view(datasette, request, as_json: bool = False):
         "sources": choices["source"],
         "latest": latest,
         "timezone": data["meta"].get("timezone"),
+        **live_pages.page_vars(datasette, db, request, data["version"]),
     }
     html = await datasette.render_template("agentbase_sessions.html", context, request=request)
     return Response.html(html)

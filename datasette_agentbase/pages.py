@@ -14,7 +14,7 @@ from urllib.parse import urlencode
 from datasette.utils.asgi import NotFound, Response
 from markupsafe import Markup
 
-from . import conversation, dashboard, live, nav, served, session_export
+from . import conversation, dashboard, live, live_pages, nav, served, session_export
 
 
 def _session_id(request) -> int:
@@ -50,7 +50,13 @@ async def _load_session(datasette, request):
     db = await served.snapshot_db(datasette, request)
     await served.check(datasette, request, db.name)
     everything = _everything(request)
-    data = await db.execute_fn(lambda conn: conversation.load(conn, session_id, everything))
+
+    def read(conn):
+        seen = live.version(conn)  # (first: an update landing meanwhile is a change the live page sees next)
+        found = conversation.load(conn, session_id, everything)
+        return None if found is None else {**found, "version": seen}
+
+    data = await db.execute_fn(read)
     if data is None:
         raise NotFound(f"Session {session_id} not found")
     return db, session_id, data
@@ -83,6 +89,7 @@ async def session_view(datasette, request):
         "session_row_href": links["row"]("sessions", session_id),
         "dashboard_href": str(datasette.urls.path("-/agentbase")),
         "js_href": served.static_url(datasette, "agentbase.js"),
+        **live_pages.page_vars(datasette, db, request, data["version"], session_id),
     })
     # the crumbs lead back to the session browser (all of it, then this agent's); previous and next
     # are the sessions around this one in the browser's order
