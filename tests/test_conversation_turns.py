@@ -2,7 +2,8 @@
 (Codex's reasoning, message and function_call rows; the agent-server's reasoning, tool.started and
 assistant.message events): one assistant card per model call (the rows between two inputs),
 holding its thinking, text and tool calls with their results, and one usage line; Codex's
-compaction as a marker; the database page (``/snapshot``) with its populated tables first.
+compaction as a marker; the database page (``/snapshot``) with its populated tables first; the
+real Codex samples (../shared/other-samples/codex) drawn the same way.
 
 The expected cards are worked out here from the transcripts themselves (the rollout's lines, the
 agent-server's events table), not from the archive: a card is the model's items (reasoning,
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import html as htmllib
 import json
+import os
 import re
 import sqlite3
 from pathlib import Path
@@ -305,6 +307,88 @@ def test_snapshot_page_lists_populated_tables_first(world):
     assert default == f"select * from {populated[0]}"
     for name in listed:  # each with its count
         assert re.search(rf'href="/snapshot/{name}">{name}</a>.*?<p>{counts[name]:,} rows?</p>', page, re.S), name
+
+
+# -- the real Codex samples -----------------------------------------------------------------------
+
+SHARED = Path(__file__).resolve().parents[1].parent / "shared"
+
+
+def rollout_cards(path: Path) -> tuple[str | None, list | None]:
+    """(session id, [part kinds of each assistant card]) of one rollout, read here line by line: the
+    model's items (reasoning, assistant message, calls) between inputs (a message of another role, a
+    tool's output, a compaction); (id, None) for a fork or sub-agent (its replayed history is
+    entries), (None, None) for a file that names no session."""
+    sid, cards, card = None, [], None
+    for raw in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        try:
+            obj = json.loads(raw)
+        except ValueError:
+            continue
+        if not isinstance(obj, dict):
+            continue
+        kind, p = obj.get("type"), obj.get("payload")
+        if sid is None and kind is None and isinstance(obj.get("id"), str) and "instructions" in obj:
+            sid = obj["id"]  # the old format's header
+            continue
+        if "payload" not in obj and isinstance(kind, str) and "record_type" not in obj:
+            kind, p = "response_item", obj  # the old format's bare items
+        if kind == "session_meta" and sid is None:
+            if p.get("forked_from_id") or isinstance(p.get("source"), dict):
+                return p.get("id"), None
+            sid = p.get("id")
+        elif kind == "compacted":
+            card = None
+        elif kind == "response_item" and isinstance(p, dict):
+            t = p.get("type")
+            if t == "message" and p.get("role") != "assistant":
+                card = None
+            elif isinstance(t, str) and t.endswith("_output") and p.get("call_id"):
+                card = None
+            elif t in ("reasoning", "message", "function_call", "custom_tool_call", "local_shell_call"):
+                if card is None:
+                    card = []
+                    cards.append(card)
+                card.append({"reasoning": "reasoning", "message": "text"}.get(t, "call"))
+    return sid, cards
+
+
+def test_codex_samples_one_card_per_model_call(tmp_path):
+    from importer.snapshot import export_snapshot
+    from importer.store import open_store
+    from test_codex import SAMPLE_PATHS
+
+    root = SHARED / "other-samples" / "codex"
+    if not root.is_dir():
+        if os.environ.get("CI", "").strip().lower() == "true":
+            pytest.fail(f"samples missing under CI: {root}")
+        pytest.skip(f"no samples at {root}")
+    archive = tmp_path / "archive.db"
+    for server, rel in SAMPLE_PATHS.items():
+        report = do_import(archive, root / rel, server=server)
+        assert report.files_failed == 0, report.failures
+    store = open_store(f"sqlite:///{archive}")
+    try:
+        export_snapshot(store, tmp_path / "snapshot.db", timezone="UTC")
+    finally:
+        store.close()
+    conn = sqlite3.connect(tmp_path / "snapshot.db")
+    try:
+        ids = dict(conn.execute("SELECT session_uuid, id FROM sessions WHERE source = 'codex'"))
+    finally:
+        conn.close()
+    site = Site(tmp_path / "snapshot.db")
+    checked = cards = 0
+    for path in sorted(root.rglob("*.jsonl")):
+        sid, want = rollout_cards(path)
+        if want is None or sid not in ids:
+            continue
+        page = site.get(f"/-/agentbase/session/{ids[sid]}").text
+        got = [[kind for kind, _ in t[1]] for t in page_turns(page) if t[0] == "assistant"]
+        assert got == want, path.name
+        checked += 1
+        cards += len(want)
+    assert checked >= 5 and cards >= 300, (checked, cards)
 
 
 # -- in Chromium ----------------------------------------------------------------------------------
