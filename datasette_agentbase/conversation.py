@@ -51,7 +51,6 @@ MARKED_ENTRIES = {"compaction", "branch_summary", "model_change", "thinking_leve
 # (entry_type, custom_type) of other entries worth a line: Codex's context_compacted event (a compaction
 # marker, unless it follows the compacted line it announces).
 MARKED_EVENTS = {("event_msg", "context_compacted")}
-COMPACTIONS = {"compaction", "compacted", "context_compacted"}
 VIEW = render.Options(limit=50_000, fold_lines=15, fold_chars=1500, markdown=True)
 STANDALONE = render.Options(limit=None, fold_lines=15, fold_chars=1500, markdown=True, links=False)
 # Characters of code a page colours (about 0.1 s of Pygments); the rest is monospaced only.

@@ -144,7 +144,8 @@ def agent_server_oracle(db: Path, session_id: str) -> list:
     return [(t[0], t[1]) if t[0] == "assistant" else (t[0],) for t in turns]
 
 
-TURN = re.compile(r'<section class="ab-turn ab-turn-(\w+)[^"]*" id="(m\d+)">|<div class="ab-turn-usage[^"]*" id="(m\d+)">'
+TURN = re.compile(r'<section class="ab-turn ab-turn-(\w+)[^"]*" id="(m\d+)">'
+                  r'|<div class="ab-turn-usage[^"]*" id="(m\d+)">'
                   r'|<div class="ab-part ab-part-(\w+)[^"]*"(?: id="m\d+")?>')
 
 
@@ -202,7 +203,7 @@ def test_codex_one_card_per_model_call(world):
     site, rollout, _db, ids, _snapshot = world
     expected, _ = codex_oracle(rollout)
     page = site.get(f"/-/agentbase/session/{ids[rollout.sid]}").text
-    drawn = [t for t in page_turns(page)]
+    drawn = page_turns(page)
     assert [t[0] for t in drawn] == [t[0] for t in expected]
     cards = [(d, e) for d, e in zip(drawn, expected) if e[0] == "assistant"]
     assert len(cards) == 6
@@ -218,7 +219,7 @@ def test_codex_one_card_per_model_call(world):
     # no card of a reasoning or tool call row alone, no tool result of its own
     assert "ab-turn-reasoning" not in page and "ab-turn-call" not in page and "ab-turn-tool" not in page
     # two calls at once: both in one card, each with its result
-    both = next(parts for _, parts, _ in (d for d, _ in cards) if [k for k, _ in parts] == ["reasoning", "call", "call"])
+    both = next(parts for (_, parts, _), _ in cards if [k for k, _ in parts] == ["reasoning", "call", "call"])
     assert all(chunk.count('class="ab-result') == 1 for kind, chunk in both if kind == "call")
     # every row keeps its anchor (a search hit or a tool call links to it)
     conn = sqlite3.connect(world[4])
