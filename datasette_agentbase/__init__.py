@@ -44,7 +44,8 @@ in Datasette 1.0, with the same arguments):
 - The explorer's pages (explorer.py), in hooks of their own (pluggy's
   ``specname`` where the hook has another implementation here): counts and costs
   formatted in HTML cells; the canned queries' forms (``extra_template_vars``
-  for query.html) and table pages with internal columns hidden (table.html);
+  for query.html), table pages with internal columns hidden (table.html) and the
+  database page with its populated tables first (database.html);
   the ``calendar`` facet (``register_facet_classes``); a 400 for a canned
   query's JSON or CSV with a malformed day (``asgi_wrapper``).
 - Security headers on every answer (Content-Security-Policy, X-Frame-Options,
@@ -352,6 +353,17 @@ def extra_template_vars(template, database, table, request, datasette):
             return {"agentbase_table": page}
 
         return table_vars
+    if template == "database.html":
+        async def database_vars():
+            value = (await db.execute_fn(lambda conn: facts.marker(conn, "counts"))).get("counts")
+            try:
+                counts = json.loads(value) if value else {}
+            except ValueError:
+                counts = {}
+            counts = counts if isinstance(counts, dict) else {}
+            return {"agentbase_tables": lambda tables: explorer.order_tables(tables, counts)}
+
+        return database_vars
     return None
 
 

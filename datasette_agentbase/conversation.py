@@ -7,9 +7,13 @@ result, compactions, model changes and branch points marked, model, tokens and
 cost per model call, and the session's totals (each model call once).
 ``?all=1`` adds the entries of abandoned branches, marked as such.
 
-Every source kind's rows read sensibly: ``reasoning`` rows as thinking,
-``toolCall`` rows as calls with their result under them, ``run`` and ``usage``
-rows (a model call's usage with no content) as one usage line, injected
+Every source kind's rows read sensibly. A kind that writes each item of a model's output as a
+row of its own (Codex's reasoning, message and function_call rows; the agent-server's reasoning,
+tool.started and assistant.message) reads like the others: the assistant rows between two inputs
+(a prompt, a tool's output, context) are one assistant card holding their thinking, text and tool
+calls (each with its result under it), with one usage line (:func:`group_items`). A model call
+kept as its usage alone (a Codex token count, an agent-server run, at the end of its run) is one
+usage line. Codex's ``compacted`` lines are compaction markers, as OpenClaw's and pi's. Injected
 context (``is_context``, ``developer`` and ``system`` rows) folded, a copy of a
 message (its tool calls attached to another copy, or its usage counted there)
 marked as a copy, and identical errors in a row (a retry loop) shown once with
@@ -43,7 +47,10 @@ ENTRY_COLUMNS = "id, entry_uuid, parent_uuid, entry_type, custom_type, timestamp
                 "text_preview, raw_json"
 # Entry types worth a line in the conversation (the rest: ?all=1).
 MARKED_ENTRIES = {"compaction", "branch_summary", "model_change", "thinking_level_change", "reset",
-                  "custom_message", "label", "session_info"}
+                  "custom_message", "label", "session_info", "compacted"}
+# (entry_type, custom_type) of other entries worth a line: Codex's context_compacted event (a compaction
+# marker, unless it follows the compacted line it announces).
+MARKED_EVENTS = {("event_msg", "context_compacted")}
 VIEW = render.Options(limit=50_000, fold_lines=15, fold_chars=1500, markdown=True)
 STANDALONE = render.Options(limit=None, fold_lines=15, fold_chars=1500, markdown=True, links=False)
 # Characters of code a page colours (about 0.1 s of Pygments); the rest is monospaced only.
@@ -77,6 +84,23 @@ def model_item(row: dict, blocks) -> tuple[str, str] | None:
     if kind == "toolCall":
         return "call", "tool call"
     return None
+
+
+def is_itemized(messages: list[dict]) -> bool:
+    """A session whose kind writes each item of a model's output as a row of its own, naming
+    them apart (Codex's reasoning, function_call and assistant rows; the agent-server's
+    reasoning, tool.started and assistant.message), drawn by group_items: its assistant rows
+    with content have more than one native role, and one of them is a single item (model_item).
+    A kind that writes one row per message under one word (Gemini's ``gemini``, OpenClaw's
+    ``assistant``) is not, even where a message holds nothing but a tool call."""
+    natives = {m.get("native_role") for m in messages if m["role"] == "assistant" and m["content_blocks"] is not None}
+    if len(natives) < 2:
+        return False
+    return any(model_item(m, _blocks(m["content_blocks"])) for m in messages
+               if m["role"] == "assistant" and m.get("native_role") not in ("assistant", None)
+               and m["content_blocks"] is not None)
+
+
 SESSION_LINK_COLUMNS = "id, session_uuid, server, agent_id, title, label, display_name, source, " \
                        "first_message_at, message_count, parent_call_id, reason, parent_session_uuid, " \
                        "parent_session, spawned_by, session_key, session_type"
@@ -340,13 +364,16 @@ def is_copy(m: dict) -> bool:
     return bool(m.get("calls_elsewhere")) or (m.get("role") == "assistant" and m.get("usage_counted") == 0)
 
 
-def _usage_line(m: dict) -> Markup:
-    """Model, tokens and cost of a model call (built with escape() and plain strings: it runs for
+def _usage_line(m: dict, calls: int = 1, unpriced: int = 0) -> Markup:
+    """Model, tokens and cost of a model call, or of the ``calls`` model calls of one card (their
+    sums; ``unpriced`` of them have no cost) (built with escape() and plain strings: it runs for
     every message of the page)."""
     parts = []
     if m.get("model"):
         model = (f"{m['provider']}/" if m.get("provider") else "") + str(m["model"])
         parts.append(f'<span class="ab-model">{escape(model)}</span>')
+    if calls > 1:
+        parts.append(f'<span class="ab-calls" title="the usage of each is summed here">{calls:,} model calls</span>')
     tokens = m.get("total_tokens")
     if m.get("cost_source") is not None and (tokens or m.get("input_tokens") or m.get("output_tokens")):
         parts.append('<span class="ab-tokens" title="input / output / cache read / cache write">'
@@ -356,6 +383,8 @@ def _usage_line(m: dict) -> Markup:
         label = money(m.get("cost_usd"), tokens or m.get("input_tokens") or m.get("output_tokens"))
         css = "ab-unpriced" if label == "unpriced" else "ab-cost"
         parts.append(f'<span class="{css}">{escape(label)}</span>')
+        if unpriced and label != "unpriced":
+            parts.append(f'<span class="ab-unpriced">{unpriced:,} of the calls unpriced</span>')
         if not m.get("usage_counted"):
             parts.append('<span class="ab-dim" title="a re-appended copy of an earlier model call">'
                          'copy: not counted</span>')
@@ -364,6 +393,38 @@ def _usage_line(m: dict) -> Markup:
     if m.get("is_synthetic"):
         parts.append('<span class="ab-dim">synthetic (not from a model)</span>')
     return Markup(" · ".join(parts))
+
+
+USAGE_COLUMNS = ("total_tokens", "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
+
+
+def has_usage(row: dict) -> bool:
+    """A row that carries its model call's usage."""
+    return row.get("cost_source") is not None and bool(
+        row.get("total_tokens") or row.get("input_tokens") or row.get("output_tokens"))
+
+
+def group_usage_line(rows: list[dict]) -> Markup:
+    """One usage line for the rows of one card: the usage of the model call whose usage is on one
+    of them, or the sums of the calls' (each counted once: copies left out) when several are."""
+    used = [r for r in rows if has_usage(r)]
+    counted = [r for r in used if r.get("usage_counted")] or used
+    merged = dict(used[-1] if used else next((r for r in reversed(rows) if r.get("model")), rows[-1]))
+    if not merged.get("model"):
+        named = next((r for r in reversed(rows) if r.get("model")), None)
+        if named is not None:
+            merged.update(model=named["model"], provider=named.get("provider"))
+    unpriced = 0
+    if len(counted) > 1:
+        for column in USAGE_COLUMNS:
+            merged[column] = sum(_int(r.get(column)) for r in counted)
+        costs = [r["cost_usd"] for r in counted if r.get("cost_usd")]
+        merged["cost_usd"] = sum(costs) if costs else None
+        merged["usage_counted"] = 1 if any(r.get("usage_counted") for r in counted) else 0
+        unpriced = len(counted) - len(costs)
+    merged["stop_reason"] = next((r["stop_reason"] for r in reversed(rows) if r.get("stop_reason")), None)
+    merged["is_synthetic"] = any(r.get("is_synthetic") for r in rows)
+    return _usage_line(merged, calls=len(counted), unpriced=unpriced)
 
 
 def _int(value) -> int:
@@ -416,6 +477,7 @@ class _Builder:
         for child in data.get("related", {}).get("children", []):
             if child.get("parent_call_id"):
                 self.children_by_call.setdefault(child["parent_call_id"], []).append(child)
+        self.itemized = is_itemized(data["messages"])
 
     def options(self, message_id) -> render.Options:
         return self.base.but(more_href=self.row_href("messages", message_id))
@@ -499,16 +561,59 @@ class _Builder:
                           '<span class="ab-preview">{}</span></span>'
                           '</summary>{}'
                           '</details>').format(first or role, html)
-        badges = []
-        if is_copy(row):
-            badges.append(Markup('<span class="ab-badge ab-badge-copy" title="a re-appended copy of an earlier '
-                                 'message: its tool calls and usage are counted on the other copy">copy</span>'))
+        badges = [COPY_BADGE] if is_copy(row) else []
         return {
             "kind": "message", "css": css, "role": label, "id": f"m{row['id']}", "time": _time(row),
-            "usage": _usage_line(row), "off": off, "error": bool(row["is_error"]) or bool(row.get("error_message")),
+            # (a model is a model call's: a prompt the agent-server stamps with its run's model shows none)
+            "usage": _usage_line(row) if role == "assistant" or has_usage(row) else Markup(""), "off": off,
+            "error": bool(row["is_error"]) or bool(row.get("error_message")),
             "row_href": self.row_href("messages", row["id"]), "badges": Markup(" ").join(badges),
-            "html": html, "signature": signature, "repeats": [],
+            "html": html, "signature": signature, "repeats": [], "ts": row.get("timestamp"),
+            # a part of an assistant card (group_items): the row, and what it holds
+            "row": row, "part": item[0] if item else "text",
+            "groupable": self.itemized and role == "assistant" and not context,
         }
+
+    def card(self, parts: list[dict]) -> dict:
+        """One assistant card of the message turns ``parts`` (rows of one kind that writes each
+        item as a row): their thinking, text and tool calls in order, each part keeping its anchor
+        (the first one's is the card's) and a link to its row, one usage line."""
+        rows = [p["row"] for p in parts]
+        body = []
+        for i, p in enumerate(parts):
+            link = Markup('<a class="ab-row-link" href="{}" title="the message row">row</a>').format(
+                p["row_href"]) if i and p["row_href"] else ""
+            body.append(Markup('<div class="ab-part ab-part-{}{}"{}>{}{}</div>').format(
+                p["part"], " ab-part-error" if p["error"] else "",
+                Markup(' id="{}"').format(p["id"]) if i else "", link, p["html"]))
+        signatures = [p["signature"] for p in parts]
+        return dict(parts[0], css="assistant", role="assistant", usage=group_usage_line(rows),
+                    error=any(p["error"] for p in parts), parts=len(parts),
+                    badges=COPY_BADGE if any(is_copy(r) for r in rows) else Markup(""),
+                    html=Markup('<div class="ab-parts">{}</div>').format(Markup("").join(body)),
+                    signature=("card", tuple(signatures)) if all(s is not None for s in signatures) else None)
+
+    def group_items(self, turns: list[dict]) -> list[dict]:
+        """The assistant rows between two inputs (a prompt, a tool's output (``input``: shown under
+        its call), context, a marker, a usage line) as one card: the rows of one model call, or of
+        the model calls between two inputs (the snapshot keeps no call of its own for a row: a
+        Codex model call's usage is on the last row it wrote, an agent-server run's on a row of
+        its own)."""
+        out: list[dict] = []
+        run: list[dict] = []
+        for turn in turns + [None]:
+            if turn is not None and turn.get("groupable") and (not run or run[-1]["off"] == turn["off"]):
+                run.append(turn)
+                continue
+            if run:
+                out.append(self.card(run))
+                run = []
+            if turn is not None:
+                if turn.get("groupable"):
+                    run.append(turn)
+                elif turn["kind"] != "input":
+                    out.append(turn)
+        return out
 
     def usage_turn(self, row: dict) -> dict:
         """A model call kept as its usage alone (a run, a token count): one line (what the model
@@ -517,36 +622,72 @@ class _Builder:
         return {"kind": "usage", "id": f"m{row['id']}", "role": "usage", "time": _time(row),
                 "off": not row["is_active_path"], "error": bool(row["is_error"]),
                 "usage": _usage_line(row), "note": note, "row_href": self.row_href("messages", row["id"]),
-                "signature": None, "repeats": []}
+                "signature": None, "repeats": [], "ts": row.get("timestamp"),
+                "run": row.get("native_role") == "run"}
 
     def turns(self) -> list[dict]:
         items = ordered(self.data, self.everything)
         for kind, row in items:
             if kind == "message" and row["role"] in RESULT_ROLES and row.get("tool_call_id"):
                 self.results.setdefault(row["tool_call_id"], row)
-        turns = []
+        turns: list[dict] = []
         all_href = None if self.standalone else self.data.get("all_href")
+        held: dict | None = None  # an agent-server run's usage line, shown where its run ends
+
+        def add(turn: dict) -> None:
+            nonlocal held
+            if held is not None and (turn.get("run") or _later(turn.get("ts"), held["ts"])):
+                turns.append(held)
+                held = None
+            if turn.get("run") and not turn["off"]:
+                # its row sits where the run started (its prompt's parent); its time is when the run
+                # completed: it goes after the run's last turn, before the first one after that time
+                held = turn
+            else:
+                turns.append(turn)
+
         for kind, row in items:
             off = not row["is_active_path"]
             branch = None if off else self.data["off_path"].get(
                 row["entry_uuid"] if kind == "entry" else row["message_uuid"])
             if kind == "entry":
-                if self.everything or row["entry_type"] in MARKED_ENTRIES:
-                    turns.append({"kind": "marker", "html": _entry_html(row, self.base), "off": off,
-                                  "id": f"e{row['id']}", "signature": None})
+                event = (row["entry_type"], row.get("custom_type")) in MARKED_EVENTS
+                if event and not self.everything and turns and turns[-1].get("compaction") == "compacted":
+                    pass  # Codex's context_compacted event after the compacted line it announces: one marker
+                elif self.everything or row["entry_type"] in MARKED_ENTRIES or event:
+                    add({"kind": "marker", "html": _entry_html(row, self.base), "off": off,
+                         "id": f"e{row['id']}", "signature": None, "ts": row.get("timestamp"),
+                         "compaction": row.get("custom_type") if event else row["entry_type"]})
             elif row["id"] not in self.used:  # (a tool result already shown under its call is not repeated)
                 self.used.add(row["id"])
                 if is_usage_only(row):
-                    turns.append(self.usage_turn(row))
+                    add(self.usage_turn(row))
                 else:
-                    turns.append(self.message_turn(row))
+                    add(self.message_turn(row))
+            elif self.itemized:  # a tool's output, shown under its call: an input all the same (group_items)
+                turns.append({"kind": "input"})
             if branch:
                 turns.append({"kind": "marker", "off": False, "id": None, "signature": None, "html": Markup(
                     '<div class="ab-marker ab-branch"><strong>Branch point</strong>: {:,} entr{} on an abandoned '
                     'branch went on from here{}</div>').format(
                     branch, "y" if branch == 1 else "ies",
                     Markup(' (<a href="{}">show every branch</a>)').format(all_href) if all_href else "")})
+        if held is not None:
+            turns.append(held)
+        if self.itemized:
+            turns = self.group_items(turns)
         return collapse_repeats(turns)
+
+
+def _later(ts, than) -> bool:
+    """A timestamp after another (the snapshot's UTC text, either ISO separator)."""
+    if not isinstance(ts, str) or not isinstance(than, str):
+        return False
+    return ts.replace("T", " ") > than.replace("T", " ")
+
+
+COPY_BADGE = Markup('<span class="ab-badge ab-badge-copy" title="a re-appended copy of an earlier message: its tool '
+                    'calls and usage are counted on the other copy">copy</span>')
 
 
 def collapse_repeats(turns: list[dict]) -> list[dict]:
@@ -582,6 +723,19 @@ def _entry_html(e: dict, options: render.Options = VIEW) -> Markup | None:
         summary = raw.get("summary")
         body = render.prose(summary, options) if isinstance(summary, str) else Markup("")
         return Markup('<details class="ab-marker ab-compaction"><summary>{}</summary>{}</details>').format(head, body)
+    if kind == "compacted" or (kind, e.get("custom_type")) in MARKED_EVENTS:
+        # Codex: a compacted line (its summary in payload.message, the history that replaced the
+        # conversation in payload.replacement_history), and the context_compacted event after it
+        payload = raw.get("payload") if isinstance(raw.get("payload"), dict) else raw
+        kept = payload.get("replacement_history")
+        head = Markup("<strong>Compaction</strong>: the conversation so far was compacted{}").format(
+            f" ({len(kept):,} item{'' if len(kept) == 1 else 's'} kept as its history)" if isinstance(kept, list)
+            else "")
+        summary = payload.get("message") if kind == "compacted" else None
+        if isinstance(summary, str) and summary.strip():
+            return Markup('<details class="ab-marker ab-compaction"><summary>{}</summary>{}</details>').format(
+                head, render.prose(summary, options))
+        return Markup('<div class="ab-marker ab-compaction">{}</div>').format(head)
     if kind == "branch_summary":
         summary = raw.get("summary")
         body = render.prose(summary, options) if isinstance(summary, str) else Markup("")

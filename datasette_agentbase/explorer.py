@@ -16,6 +16,8 @@ What the plugin's hooks (``__init__.py``, "the explorer") call on, kept here:
   ``param_errors_wrapper``).
 - ``TablePage``: internal columns hidden on HTML table pages unless the URL names its
   columns (``_col``), with a link to show them; whether a table's search index exists.
+- ``order_tables``: the database page's tables, the populated ones first (by the snapshot's
+  own counts), so the query box's default SQL reads one of them.
 - ``CalendarFacet``: a facet whose values are dates, listed newest first.
 
 Every value reaches the page through Jinja's autoescape or ``markupsafe``.
@@ -342,6 +344,26 @@ class TablePage:
         if not self.hidden:
             return display_rows
         return [[cell for cell in row if cell["column"] not in self.hidden] for row in display_rows]
+
+
+# -- the database page ---------------------------------------------------------------------------
+
+def order_tables(tables: list[dict], counts: dict) -> list[dict]:
+    """The database page's tables (Datasette's dicts), the populated ones first, in the snapshot's
+    copy order (the marker's ``counts``, which the export and its in-place update keep: no
+    COUNT(*) over a million rows), then those it does not count, by name; each with its count from
+    the marker where Datasette's own (cut off after a few milliseconds) is unknown. Hidden tables
+    stay last. The query box's default SQL selects from the first."""
+    order = {name: i for i, name in enumerate(counts)}
+
+    def count(t: dict):
+        known = counts.get(t["name"])
+        return known if isinstance(known, int) and not isinstance(known, bool) else t.get("count")
+
+    out = [dict(t, count=count(t)) for t in tables]
+    # populated: a count above 0, or unknown (Datasette gave up counting: a large table)
+    return sorted(out, key=lambda t: (bool(t.get("hidden")), t["count"] == 0, t["name"] not in order,
+                                      order.get(t["name"], 0), t["name"]))
 
 
 # -- the day facet -------------------------------------------------------------------------------

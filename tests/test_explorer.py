@@ -860,12 +860,14 @@ def test_every_kind_reads_sensibly(kinds, site):
         assert r.status_code == 200, name
         no_markup_from_transcripts(r.text)
         assert "no result recorded" not in r.text, name
-    # Codex: injected context folded, reasoning like thinking, toolCall rows as calls with their result
+    # Codex: injected context folded; reasoning like thinking and toolCall rows as calls with their result,
+    # inside assistant cards (tests/test_conversation_turns.py checks the grouping)
     codex = kinds_site.get(f"/-/agentbase/session/{ids['codex']}").text
     assert codex.count('<section class="ab-turn ab-turn-context"') == 3
     assert '<details class="ab-context"><summary><span class="ab-badge ab-badge-context" title="text the agent put into the conversation (instructions, files, a summary)">context' in codex
-    assert '<section class="ab-turn ab-turn-reasoning"' in codex and '<details class="ab-thinking">' in codex
-    calls = re.findall(r'<section class="ab-turn ab-turn-call"[^>]*>.*?</section>', codex, re.S)
+    assert '<div class="ab-part ab-part-reasoning">' in codex and '<details class="ab-thinking">' in codex
+    assert "ab-turn-reasoning" not in codex and "ab-turn-call" not in codex
+    calls = re.findall(r'<div class="ab-part ab-part-call"[^>]*>.*?</section>', codex, re.S)
     assert calls and all("ab-result" in c for c in calls)
     assert "<span class=\"ab-role\">tool result</span>" not in codex  # every result under its call
     # Claude Code: its isMeta line folded as context
