@@ -160,7 +160,45 @@ def load(conn: sqlite3.Connection) -> dict:
         "agent_names": sorted({r[AGENT] for r in cube if r[AGENT] is not None}),
         "timezone": meta.get("timezone"),
         "exported_day": _local_day(meta.get("exported_at"), meta.get("timezone")),
+        "coverage": coverage(conn),
     }
+
+
+def coverage(conn: sqlite3.Connection) -> list[dict]:
+    """What the snapshot holds of each kind on each server (the archive's side of `agentbase doctor`):
+    sessions and the last one, files and those not read (failed, not recognised), records of types the
+    kind did not know (entries marked ``unknown``), and the agent versions seen, newest first."""
+    rows: dict[tuple, dict] = {}
+
+    def row(server, source) -> dict:
+        return rows.setdefault((server or "", source or ""), {
+            "server": server, "source": source, "sessions": 0, "last": None, "files": 0, "failed": 0,
+            "unrecognised": 0, "unknown": 0, "versions": []})
+
+    try:
+        for server, source, n, last in conn.execute(
+                "SELECT server, source, COUNT(*), MAX(COALESCE(last_message_at, started_at)) FROM sessions "
+                "GROUP BY 1, 2"):
+            r = row(server, source)
+            r["sessions"], r["last"] = n, (str(last)[:16] if last else None)
+        for server, source, n, failed, ignored in conn.execute(
+                "SELECT server, source, COUNT(*), SUM(status = 'failed'), SUM(status = 'ignored') FROM parsed_files "
+                "GROUP BY 1, 2"):
+            r = row(server, source)
+            r["files"], r["failed"], r["unrecognised"] = n, failed or 0, ignored or 0
+        for server, source, n in conn.execute(
+                "SELECT s.server, s.source, COUNT(*) FROM entries e JOIN sessions s ON s.id = e.session_id "
+                "WHERE e.custom_type = 'unknown' OR e.entry_type = 'unknown' GROUP BY 1, 2"):
+            row(server, source)["unknown"] = n
+        for server, source, version in conn.execute(
+                "SELECT server, source, agent_version FROM sessions WHERE agent_version IS NOT NULL "
+                "GROUP BY 1, 2, 3 ORDER BY MAX(COALESCE(last_message_at, started_at)) DESC"):
+            versions = row(server, source)["versions"]
+            if len(versions) < 5:
+                versions.append(version)
+    except sqlite3.Error:  # a snapshot of an older format: the panel is left out
+        return []
+    return [rows[k] for k in sorted(rows)]
 
 
 def parse_days(value: str | None) -> int | None:

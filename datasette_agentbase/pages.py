@@ -245,6 +245,9 @@ async def dashboard_view(datasette, request):
         "fig": fig,
         "agents": agents,
         "sources_rows": [{**s, "href": href(source=s["source"])} for s in fig["sources"]],
+        "coverage": [{**c, "href": href(server=c["server"], source=c["source"])} for c in cube["coverage"]
+                     if (filters["server"] is None or c["server"] == filters["server"])
+                     and (filters["source"] is None or c["source"] == filters["source"])],
         "queries": query_links,
         "reset_href": href(server=None, source=None, agent=None, days=None),
     }

@@ -16,7 +16,8 @@ from .store import StoreError, default_db_path, open_store
 from .config import default_config_path
 
 DB_HELP = (
-    "Archive URL: sqlite:///path/to/file.db (env AGENTBASE_DB). "
+    "Archive URL: sqlite:///path/to/file.db or mysql://user@host/database (MariaDB; password from "
+    "$AGENTBASE_DB_PASSWORD) (env AGENTBASE_DB). "
     "Default: the embedded store at $AGENTBASE_HOME/agentbase.db or ~/.local/share/agentbase/agentbase.db."
 )
 
@@ -68,16 +69,51 @@ def _demo_paths() -> list[str]:
     return [str(root)]
 
 
-@click.group()
+def _kinds_line() -> str:
+    from .sources import kinds
+
+    return "Kinds read: " + ", ".join(kinds()) + "."
+
+
+class _Group(click.Group):
+    """The top-level help names every kind the registry holds (built in and plug-ins)."""
+
+    def format_help_text(self, ctx, formatter) -> None:
+        super().format_help_text(ctx, formatter)
+        with formatter.indentation():
+            formatter.write_paragraph()
+            formatter.write_text(_kinds_line())
+
+
+class _ImportCommand(click.Command):
+    """`import --help` lists every kind's default places (where a PATH-less import looks)."""
+
+    def format_epilog(self, ctx, formatter) -> None:
+        from .sources import all_sources
+
+        places: dict[str, list[str]] = {}
+        for source in all_sources():
+            got = places.setdefault(source.kind, [])
+            got.extend(p for p in source.candidates() if p not in got)
+        formatter.write_paragraph()
+        formatter.write_text("Default places, per kind (imported when no PATH and no config is given):")
+        width = max(len(k) for k in places) + 1
+        for kind, found in places.items():  # one place a line, never wrapped inside a path
+            for i, place in enumerate(found or ["(none: name a PATH)"]):
+                formatter.write(f"  {(kind + ':') if i == 0 else '':<{width}} {place}\n")
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="agentbase")
 @click.option("-v", "--verbose", is_flag=True, help="Log diagnostics to stderr.")
 def cli(verbose: bool) -> None:
-    """AgentBase: archive and explore OpenClaw agent transcripts."""
+    """AgentBase: archive and explore AI agents' transcripts (JSONL, JSON, SQLite, Markdown), from this
+    machine and over SSH: a searchable, browsable record of what they said, thought, ran and spent."""
     _quiet_limits()
     logging.basicConfig(level=logging.DEBUG if verbose else logging.WARNING, format="%(levelname)s %(message)s")
 
 
-@cli.command(name="import")
+@cli.command(name="import", cls=_ImportCommand)
 @click.argument("paths", nargs=-1, type=click.Path())
 @click.option("--server", help="Server name for these paths (default: this host's short name; "
               "a folder of per-server trees names each server after its subfolder).")
@@ -280,7 +316,63 @@ def stats(db, as_json, by):
 
 
 @cli.command()
-@click.argument("kind", type=click.Choice(["daily", "monthly", "session"]))
+@click.option("--db", envvar="AGENTBASE_DB", help=DB_HELP)
+@click.option("--config", "config_file", type=click.Path(dir_okay=False),
+              help="Check this config file's servers (default: $AGENTBASE_CONFIG or ~/.config/agentbase/config.yml "
+                   "if it exists; else this machine).")
+@click.option("--all", "everything", is_flag=True, help="Also the kinds neither found nor archived.")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object: servers, each with its kinds.")
+def doctor(db, config_file, everything, as_json):
+    """Which agents are covered: every kind's default places on every server (found or not), and
+    from the archive its files, sessions, the last one, unknown record types and versions seen."""
+    from .config import ConfigError, default_config_path, load_config
+    from .doctor import diagnose, format_text, local_server
+
+    config = None
+    if config_file is not None or default_config_path().is_file():
+        try:
+            config = load_config(config_file)
+        except ConfigError as exc:
+            raise click.ClickException(str(exc)) from None
+    store = _open(db or (config.database if config is not None else None), create=False)
+    remotes = []
+    try:
+        servers = []
+        if config is None:
+            servers.append(local_server())
+        else:
+            from .remote import RemoteError, RemoteServer
+            from .sources import FileSystem
+
+            for s in config.servers:
+                if s.local:
+                    servers.append((s.name, "this machine", FileSystem(follow_symlinks=config.follow_symlinks), None))
+                    continue
+                remote = RemoteServer(s, config)
+                try:
+                    remote.connect()
+                except RemoteError as exc:
+                    servers.append((s.name, f"ssh {s.host}", None, f"not reached: {exc}"))
+                    continue
+                remotes.append(remote)
+                servers.append((s.name, f"ssh {remote.endpoint}", remote.fs, None))
+        reports = diagnose(store, servers)
+    except StoreError as exc:
+        raise click.ClickException(str(exc)) from None
+    finally:
+        for remote in remotes:
+            remote.close()
+        store.close()
+    if as_json:
+        from .terminal import json_text
+
+        click.echo(json_text(orjson.dumps({"servers": [r.as_dict() for r in reports]}).decode()))
+    else:
+        click.echo(format_text(reports, everything), nl=False)
+
+
+@cli.command()
+@click.argument("kind", type=click.Choice(["daily", "weekly", "monthly", "session", "blocks"]))
 @click.option("--db", envvar="AGENTBASE_DB", help=DB_HELP)
 @click.option("--since", help="First day (YYYY-MM-DD or YYYYMMDD, local).")
 @click.option("--until", help="Last day (YYYY-MM-DD or YYYYMMDD, local).")
@@ -288,20 +380,23 @@ def stats(db, as_json, by):
 @click.option("--server", help="Only this server.")
 @click.option("--source", help="Only this source kind (openclaw, pi, claude-code, codex, ...).")
 @click.option("--breakdown", is_flag=True, help="A line per model under each row.")
+@click.option("--order", type=click.Choice(["asc", "desc"]), default="asc", show_default=True,
+              help="Oldest first (asc) or newest first (desc).")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object: rows and totals.")
 @click.option("--timezone", "zone", envvar="AGENTBASE_TIMEZONE",
               help="IANA time zone of the days (default: this machine's).")
-def report(kind, db, since, until, agent, server, source, breakdown, as_json, zone):
-    """Tokens and cost per local day, month or session, with a totals row: each
-    model call once, calls without a price counted apart (never $0)."""
+def report(kind, db, since, until, agent, server, source, breakdown, order, as_json, zone):
+    """Tokens and cost per local day, week, month, session or 5-hour billing block, with a totals
+    row: each model call once, calls without a price counted apart (never $0)."""
     from .zones import resolve_zone
     from .prices import current
-    from .report import as_json as report_json, collect, format_table
+    from .report import as_json as report_json, collect, format_table, ordered
 
     store = _open(db, create=False)
     try:
         zone_name, tz = resolve_zone(zone)
-        rows = collect(store, kind, tz, since=since, until=until, agent=agent, server=server, source=source)
+        rows = ordered(collect(store, kind, tz, since=since, until=until, agent=agent, server=server,
+                               source=source), order)
     except StoreError as exc:
         raise click.ClickException(str(exc)) from None
     finally:
@@ -492,7 +587,7 @@ def watch(paths, config_file, db, output, interval, quiet):
 
 @cli.command()
 @click.argument("snapshot", required=False, type=click.Path())
-@click.option("-h", "--host", default="127.0.0.1", show_default=True,
+@click.option("--host", default="127.0.0.1", show_default=True,
               help="Address to bind (0.0.0.0 makes the explorer reachable from other machines).")
 @click.option("-p", "--port", default=8001, show_default=True, type=int, help="Port to listen on.")
 @click.option("-m", "--metadata", "metadata_path", type=click.Path(exists=True, dir_okay=False),

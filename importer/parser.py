@@ -533,7 +533,8 @@ def entry_row(entry: Entry) -> dict:
         "entry_uuid": entry.entry_id,
         "parent_uuid": entry.parent_id,
         "entry_type": entry.type,
-        "custom_type": _str(obj.get("customType"), 128),
+        # a type this format does not know: kept, marked (vocabulary.UNKNOWN) for import and doctor to count
+        "custom_type": _str(obj.get("customType"), 128) if entry.type in TranscriptParser.known_types else V.UNKNOWN,
         "text_preview": preview,
         "timestamp": format_timestamp(obj.get("timestamp")),
         "seq": entry.line_index,

@@ -70,6 +70,9 @@ class _Run:
         self.touched: set[tuple[str, str]] = set()  # groups whose kinds finish at the end
         self.metadata: dict[tuple[str, str, str], dict] = {}  # (server, agent, source name) -> session metadata
         self.batch = None
+        # (server, kind) -> [changed units read, changed units not recognised as the kind's, their paths]
+        self.kinds: dict[tuple[str, str], list] = {}
+        self.first_seen: set[tuple[str, str]] = set()  # (server, key) of units never archived before
 
     def run(self, found: Discovery, progress, started: float) -> ImportReport:
         report = self.report
@@ -88,6 +91,7 @@ class _Run:
                     break
         if go_on:
             self.finish_groups()
+        self.silent_kinds()
         self.report.elapsed_s = time.perf_counter() - started
         return self.report
 
@@ -100,6 +104,8 @@ class _Run:
         if rows is None:
             rows = self.batch.rows(unit.group)
         row = rows.get(unit.key)
+        if row is None:
+            self.first_seen.add((unit.server, unit.key))
         if unit.counted:
             report.files_seen += 1
         if unchanged(row, unit.token):
@@ -141,10 +147,20 @@ class _Run:
             report.failures.append(done.failure)
             report.files_failed += 1
             return
+        tally = self.kinds.setdefault((unit.server, unit.source.kind), [0, 0, []])
+        part = done.part
+        # Not recognised: not the kind's, or a file never seen before that gave no message and records
+        # the kind does not know (a header-only file, a session just begun, gives neither: not a sign).
+        if done.ignored or (not part.messages_added and part.unknown_entries
+                            and (unit.server, unit.key) in self.first_seen):
+            tally[1] += 1
+            if len(tally[2]) < 1000:
+                tally[2].append(unit.path)
+        else:
+            tally[0] += 1
         if done.ignored:
             report.files_ignored += 1
             return
-        part = done.part
         report.add(part)
         report.warnings.extend(part.warnings)
         self.touched.add(unit.group)
@@ -153,6 +169,17 @@ class _Run:
                 report.files_unchanged += 1
             else:
                 report.files_imported += 1
+
+    def silent_kinds(self) -> None:
+        """A kind whose changed files this run were none of them recognised has
+        likely changed its format: say so (per server and kind), once."""
+        for (server, kind), (read, unread, paths) in sorted(self.kinds.items()):
+            if read or not unread:
+                continue
+            where = _common_folder(paths)
+            self.report.warnings.append(
+                f"format not recognised: {unread} {kind} file{'s' if unread != 1 else ''} changed"
+                f"{f' under {where}' if where else ''} on {server}, none read (a new {kind} format?)")
 
     # -- a container -------------------------------------------------------------
 
@@ -222,6 +249,20 @@ class _Run:
         if self.touched:
             with self.store.transaction():
                 count_once_in_provider_transcripts(self.store)
+
+
+def _common_folder(paths: list[str]) -> str | None:
+    """The deepest folder holding every path (POSIX paths, local or remote)."""
+    if not paths:
+        return None
+    parts = [p.split("/")[:-1] for p in paths]
+    common = parts[0]
+    for other in parts[1:]:
+        n = 0
+        while n < len(common) and n < len(other) and common[n] == other[n]:
+            n += 1
+        common = common[:n]
+    return "/".join(common) or "/" if common else None
 
 
 def count_once_in_provider_transcripts(store: Store) -> int:

@@ -1,6 +1,6 @@
 """Usage reports read back from the archive (``agentbase report``): tokens and
-cost per local day, per month or per session, each with a totals row and,
-with ``breakdown``, a line per model.
+cost per local day, week (from Monday), month, session or 5-hour billing block,
+each with a totals row and, with ``breakdown``, a line per model.
 
 The figures are stats' (stats.py): every message counted once
 (``usage_counted = 1``), the five token sums and the cost; calls with tokens
@@ -25,7 +25,8 @@ from .titles import first_prompts, session_title
 KEYS = ("input", "output", "cacheRead", "cacheWrite", "totalTokens")
 COLUMNS = {"input": "input_tokens", "output": "output_tokens", "cacheRead": "cache_read_tokens",
            "cacheWrite": "cache_write_tokens", "totalTokens": "total_tokens"}
-KINDS = ("daily", "monthly", "session")
+KINDS = ("daily", "weekly", "monthly", "session", "blocks")
+BLOCK_HOURS = 5  # a billing window: it starts at the hour of its first call and lasts five hours
 
 
 @dataclass
@@ -56,7 +57,7 @@ class Row:
     key: str  # the day, the month, or the session's id (sessions.id as text)
     figures: Figures = field(default_factory=Figures)
     models: dict[str, Figures] = field(default_factory=dict)
-    info: dict = field(default_factory=dict)  # a session's title, agent, server, source, last activity
+    info: dict = field(default_factory=dict)  # a session's title, agent, server, source, last activity; a block's end
 
 
 def _day_bounds(value: str | None, what: str) -> str | None:
@@ -77,7 +78,7 @@ def collect(store: Store, kind: str, zone, since: str | None = None, until: str 
             agent: str | None = None, server: str | None = None, source: str | None = None) -> list[Row]:
     """The report's rows, oldest first (sessions: by last activity)."""
     if kind not in KINDS:
-        raise StoreError(f"unknown report {kind!r}: daily, monthly or session")
+        raise StoreError(f"unknown report {kind!r}: {', '.join(KINDS)}")
     since, until = _day_bounds(since, "--since"), _day_bounds(until, "--until")
     where = ["m.usage_counted = 1"]
     params: list = []
@@ -85,8 +86,8 @@ def collect(store: Store, kind: str, zone, since: str | None = None, until: str 
         if value is not None:
             where.append(f"{column} = ?")
             params.append(value)
-    # Local days need the UTC time to the hour; zones off by a fraction of an hour to the minute.
-    cut = 13 if _whole_hours(zone) else 16
+    # Local days need the UTC time to the hour; zones off by a fraction of an hour (and blocks) to the minute.
+    cut = 13 if _whole_hours(zone) and kind != "blocks" else 16
     # A margin of a day on each side in UTC; the exact local bounds are applied below.
     if since:
         where.append("m.timestamp >= ?")
@@ -105,7 +106,10 @@ def collect(store: Store, kind: str, zone, since: str | None = None, until: str 
            f"GROUP BY {group}, COALESCE(m.model, '')")
     rows: dict[str, Row] = {}
     local = _LocalDay(zone)
-    for rec in store.tuples(sql, params):
+    records = store.tuples(sql, params)
+    if kind == "blocks":
+        return _blocks(records, local, since, until, zone)
+    for rec in records:
         stamp = rec[0]
         offset = 2 if per_session else 1
         model = rec[offset]
@@ -115,9 +119,9 @@ def collect(store: Store, kind: str, zone, since: str | None = None, until: str 
             continue
         if not any(values[:5]) and not values[5] and not values[6]:
             continue  # no usage at all (a user message): not in a usage report
-        f = Figures(*(int(v or 0) for v in values[:5]), float(values[5] or 0.0), int(values[6] or 0),
-                    int(values[7] or 0), int(values[8] or 0))
-        key = str(rec[1]) if per_session else (day[:7] if kind == "monthly" else day)
+        f = _figures(values)
+        key = str(rec[1]) if per_session else (day[:7] if kind == "monthly" else
+                                              _week_start(day) if kind == "weekly" else day)
         row = rows.get(key)
         if row is None:
             row = rows[key] = Row(key)
@@ -133,6 +137,53 @@ def collect(store: Store, kind: str, zone, since: str | None = None, until: str 
     return [rows[k] for k in sorted(rows)]
 
 
+def _week_start(day: str) -> str:
+    """The Monday of a local day's week (weeks as ISO 8601 counts them)."""
+    d = datetime.strptime(day, "%Y-%m-%d")
+    return (d - timedelta(days=d.weekday())).strftime("%Y-%m-%d")
+
+
+def _figures(values) -> Figures:
+    return Figures(*(int(v or 0) for v in values[:5]), float(values[5] or 0.0), int(values[6] or 0),
+                   int(values[7] or 0), int(values[8] or 0))
+
+
+def _blocks(records, local, since, until, zone, now: datetime | None = None) -> list[Row]:
+    """5-hour billing windows: a block starts at the UTC hour of the first call after the previous
+    block ended and lasts five hours; the one that has not ended yet is active. Keys are the block's
+    start as local time; ``info`` has its end and whether it is active."""
+    per_minute: dict[str, list] = {}
+    for stamp, model, *values in records:
+        if not any(values[:5]) and not values[5] and not values[6]:
+            continue
+        per_minute.setdefault(stamp, []).append((model, values))
+    now = now or datetime.now(dt_timezone.utc)
+    rows: list[Row] = []
+    end = None
+    for stamp in sorted(per_minute):
+        try:
+            at = datetime.fromisoformat(stamp.replace(" ", "T") + ":00").replace(tzinfo=dt_timezone.utc)
+        except ValueError:
+            continue
+        day = local(stamp)
+        if day is None or (since and day < since) or (until and day > until):
+            continue
+        if end is None or at >= end:
+            start = at.replace(minute=0, second=0, microsecond=0)
+            end = start + timedelta(hours=BLOCK_HOURS)
+            rows.append(Row(start.astimezone(zone).strftime("%Y-%m-%d %H:%M"),
+                            info={"start_utc": start.strftime("%Y-%m-%d %H:%M"),
+                                  "end": end.astimezone(zone).strftime("%Y-%m-%d %H:%M"),
+                                  "active": now < end}))
+        row = rows[-1]
+        row.info["last_call"] = at.astimezone(zone).strftime("%Y-%m-%d %H:%M")
+        for model, values in per_minute[stamp]:
+            f = _figures(values)
+            row.figures.add(f)
+            row.models.setdefault(model or "(no model)", Figures()).add(f)
+    return rows
+
+
 def _session_info(store: Store, rows: dict[str, Row]) -> None:
     """Each session's uuid, agent, server, source and title (titles.py's rule; its uuid when it has no text)."""
     ids = [int(k) for k in rows]
@@ -145,7 +196,14 @@ def _session_info(store: Store, rows: dict[str, Row]) -> None:
                 f"WHERE id IN ({marks})", batch):
             heading, _ = session_title(label, title, prompts.get(sid), display_name)
             rows[str(sid)].info.update({"session_uuid": uuid, "agent": agent, "server": server, "source": source,
-                                        "title": heading or uuid})
+                                        "title": heading, "label": session_label(heading, agent, uuid)})
+
+
+def session_label(title: str | None, agent: str | None, uuid: str | None) -> str:
+    """How a report names a session: its agent and its title by the one rule; with no title, its
+    agent and the start of its id (never a bare id)."""
+    who = agent or "?"
+    return f"{who}: {title}" if title else f"{who}: (untitled {str(uuid or '')[:8]})"
 
 
 def _whole_hours(zone) -> bool:
@@ -184,14 +242,23 @@ def totals(rows: list[Row]) -> Figures:
     return out
 
 
+def ordered(rows: list[Row], order: str) -> list[Row]:
+    """``asc``: oldest first (as collected); ``desc``: newest first."""
+    if order not in ("asc", "desc"):
+        raise StoreError(f"--order {order!r}: asc or desc")
+    return list(reversed(rows)) if order == "desc" else rows
+
+
 def as_json(kind: str, rows: list[Row], zone_name: str, price_date: str | None, breakdown: bool) -> dict:
-    name = {"daily": "day", "monthly": "month", "session": "session_id"}[kind]
+    name = {"daily": "day", "weekly": "week", "monthly": "month", "session": "session_id", "blocks": "start"}[kind]
     out_rows = []
     for row in rows:
         d = {name: int(row.key) if kind == "session" else row.key, **row.figures.as_dict(),
              "models": sorted(row.models)}
         if kind == "session":
             d.update({k: row.info.get(k) for k in ("session_uuid", "title", "agent", "server", "source", "last_day")})
+        if kind == "blocks":
+            d.update({k: row.info.get(k) for k in ("end", "active", "last_call")})
         if breakdown:
             d["breakdown"] = [{"model": m, **f.as_dict()} for m, f in sorted(row.models.items())]
         out_rows.append(d)
@@ -231,7 +298,11 @@ def _compact(n: int) -> str:
 
 
 def _cost(c: float, unpriced: int) -> str:
-    text = f"${c:,.2f}" if c >= 0.01 or c == 0 else f"${c:.4f}"
+    """Cents on every row (under a cent: ``<$0.01``); ``unpriced`` when no call of the row has a
+    price, a ``*`` when some have none (never shown as $0)."""
+    if unpriced and c == 0:
+        return "unpriced"
+    text = f"${c:,.2f}" if c >= 0.005 or c == 0 else "<$0.01"
     return text + ("*" if unpriced else "")
 
 
@@ -239,7 +310,8 @@ def format_table(kind: str, rows: list[Row], zone_name: str, price_date: str | N
                  width: int | None = None) -> str:
     """The report as text: fits ``width`` columns (the terminal's, at least 80)."""
     width = width or max(80, shutil.get_terminal_size((80, 24)).columns)
-    label = {"daily": "Day", "monthly": "Month", "session": "Session"}[kind]
+    label = {"daily": "Day", "weekly": "Week of", "monthly": "Month", "session": "Session",
+             "blocks": "Block (5 h)"}[kind]
     wide = width >= 120
     number = (lambda n: f"{n:,}") if wide else _compact
     head = [label, "Input", "Output", "Cache write", "Cache read", "Total", "Cost"]
@@ -257,8 +329,9 @@ def format_table(kind: str, rows: list[Row], zone_name: str, price_date: str | N
     for row in rows:  # (titles, keys and models are transcript text: terminal.clean)
         name = clean(row.key)
         if kind == "session":
-            title = clean(row.info.get("title") or row.key)
-            name = f"{row.info.get('last_day', '')} {title}"
+            name = f"{row.info.get('last_day', '')} {clean(row.info.get('label') or row.key)}"
+        elif kind == "blocks":
+            name = f"{row.key}-{row.info['end'][11:]}" + (" (active)" if row.info.get("active") else "")
         lines.append(line(name, row.figures, ", ".join(sorted(clean(m) for m in row.models))))
         if breakdown:
             for model, f in sorted(row.models.items()):
@@ -291,8 +364,11 @@ def format_table(kind: str, rows: list[Row], zone_name: str, price_date: str | N
     rule = "-" * min(width, sum(widths) + 2 * (len(widths) - 1))
     body = [render(head), rule] + [render(c) for c in lines[:-1]] + [rule, render(lines[-1])]
     notes = [f"Local days in {zone_name}. Each model call counted once."]
+    if kind == "blocks":
+        notes.append("Blocks: 5-hour billing windows from the hour of their first call; (active): not ended yet.")
     if total.unpriced_calls:
-        notes.append(f"* {total.unpriced_calls:,} calls have tokens but no price: not in the cost (never $0).")
+        notes.append(f"* / unpriced: {total.unpriced_calls:,} calls have tokens but no price: not in the cost "
+                     "(never $0).")
     if price_date and total.computed_calls:
         notes.append(f"Costs the agents did not record are priced from the price table of {price_date}.")
     return "\n".join(body + [""] + notes)

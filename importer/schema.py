@@ -100,6 +100,9 @@ TABLES: dict[str, list[tuple[str, str]]] = {
         # The archived transcript the provider itself wrote of this conversation (an
         # agent-server session's provider_session_id): its model calls count there, once.
         ("counted_in_session_id", "str:64"),
+        # The version of the agent that wrote the session, as the kind records it (Codex's cli_version,
+        # Claude Code's version, ...): `agentbase doctor` lists those seen, so a new format is noticed.
+        ("agent_version", "str:64"),
         ("header_json", "json"),
     ],
     "messages": [

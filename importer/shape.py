@@ -24,7 +24,7 @@ TABLES: dict[str, Table] = {t.name: t for t in (
         "sessions",
         local_time_from="last_message_at",
         redact=("header_json", "cwd", "label", "display_name", "spawned_by", "file_path", "model", "model_provider",
-                "parent_session", "session_key", "title", "project"),
+                "parent_session", "session_key", "title", "project", "agent_version"),
         count_before="header_json",
         indexes=(("server",), ("agent_id",), ("session_type",), ("last_message_at",), ("day",), ("session_uuid",),
                  ("source",)),

@@ -12,6 +12,8 @@ a kind counts of its own (``Source.extra_stats``).
 
 from __future__ import annotations
 
+import shutil
+
 from .sources import all_sources
 from .store import Store
 from .terminal import clean
@@ -146,8 +148,9 @@ def _collect(store: Store, by: str | None) -> dict | list[dict]:
     return [groups[k] for k in sorted(groups, key=lambda k: tuple("" if v is None else str(v) for v in k))]
 
 
-def format_table(totals: dict | list[dict], by: str | None) -> str:
-    """Human-readable totals (with a line per source kind when there are several)."""
+def format_table(totals: dict | list[dict], by: str | None, width: int | None = None) -> str:
+    """Human-readable totals (with a line per source kind when there are several), fitting ``width``
+    columns (the terminal's): every figure when there is room, the main ones otherwise."""
     rows = totals if isinstance(totals, list) else [totals]
     names = list(GROUPS[by][1])
     if by is None and isinstance(totals, dict) and len(totals.get("by_source") or {}) > 1:
@@ -174,4 +177,43 @@ def format_table(totals: dict | list[dict], by: str | None) -> str:
             line += [str(t.get("bad_lines", 0)), str(t.get("pending_lines", 0))]
         table.append(line)
     widths = [max(len(r[i]) for r in table) for i in range(len(header))]
-    return "\n".join("  ".join(c.rjust(w) for c, w in zip(r, widths)) for r in table)
+    width = width or shutil.get_terminal_size((80, 24)).columns
+    if sum(widths) + 2 * (len(widths) - 1) <= width:
+        return "\n".join("  ".join(c.rjust(w) for c, w in zip(r, widths)) for r in table)
+    return _narrow(rows, names, width)
+
+
+def _narrow(rows: list[dict], names: list[str], width: int) -> str:
+    """The figures a terminal of ``width`` columns has room for (at least 80): compact numbers, the
+    name columns cut; every figure is in the wider table and in --json."""
+    header = names + ["sessions", "messages", "tools", "shell", "calls", "tokens", "cost"]
+    table = [header]
+    for t in rows:
+        u = t["usage"]
+        cost = u["cost_total"]
+        cost_text = f"${cost:,.2f}" if cost >= 0.005 or cost == 0 else "<$0.01"
+        if t["unpriced_calls"]:
+            cost_text = "unpriced" if cost == 0 else cost_text + "*"
+        table.append([clean(t.get(n)) for n in names] + [
+            _compact(t["sessions"]), _compact(t["messages"]), _compact(t["tool_calls"]), _compact(t["shell_calls"]),
+            _compact(t["model_calls"]), _compact(u["totalTokens"]), cost_text])
+    widths = [max(len(r[i]) for r in table) for i in range(len(header))]
+    room = max(width, 80) - (sum(widths[len(names):]) + 2 * (len(widths) - 1))
+    for i in range(len(names)):  # the names give way
+        widths[i] = max(len(header[i]), min(widths[i], room // len(names)))
+    lines = []
+    for r in table:
+        cells = [(c if len(c) <= widths[i] else c[:widths[i] - 1] + "…").ljust(widths[i]) if i < len(names)
+                 else c.rjust(widths[i]) for i, c in enumerate(r)]
+        lines.append("  ".join(cells).rstrip())
+    lines.append("")
+    lines.append("tools: tool calls; calls: model calls; *: some unpriced. Every figure: --json")
+    return "\n".join(lines)
+
+
+def _compact(n: int) -> str:
+    for unit, size in (("G", 10**9), ("M", 10**6), ("k", 10**3)):
+        if abs(n) >= size:
+            value = n / size
+            return f"{value:.1f}{unit}" if value < 100 else f"{value:.0f}{unit}"
+    return str(n)

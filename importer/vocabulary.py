@@ -14,6 +14,9 @@ ASSISTANT = "assistant"  # what a model produced: text, thinking, tool calls; ca
 TOOL_RESULT = "toolResult"  # a tool's output, paired with its call by tool_call_id
 SYSTEM = "system"  # instructions and injected context (is_context = 1)
 ROLES = (USER, ASSISTANT, TOOL_RESULT, SYSTEM)
+# An entry of a record type its kind does not know: kept (never dropped), its ``custom_type`` (or, where
+# the kind has no type to keep, its ``entry_type``) this word. Counted by import and `agentbase doctor`.
+UNKNOWN = "unknown"
 
 # OpenClaw and pi message roles (FORMAT.md section 6) -> the vocabulary. A role no
 # table names is context the agent injected: system.

@@ -23,6 +23,7 @@ import orjson
 
 from . import parser as P
 from . import prices
+from .vocabulary import UNKNOWN
 from .store import Store, now_utc
 from .units import Checkpoint, NotATranscript, Outcome, Prefetched, SessionInfo, Unit, unchanged
 
@@ -44,6 +45,7 @@ class ImportReport:
     pending_lines: int = 0
     bytes_read: int = 0
     events_read: int = 0  # rows and records read from OpenClaw SQLite stores
+    unknown_entries: int = 0  # entries of records their kind does not know
     elapsed_s: float = 0.0
     failures: list[tuple[str, str]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
@@ -66,7 +68,8 @@ class ImportReport:
 
     def add(self, other: "ImportReport") -> None:
         """Add a committed file's figures (not its file counters)."""
-        for name in ("messages_added", "entries_added", "bad_lines", "pending_lines", "bytes_read", "events_read"):
+        for name in ("messages_added", "entries_added", "bad_lines", "pending_lines", "bytes_read", "events_read",
+                     "unknown_entries"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
 
     def summary(self) -> str:
@@ -193,6 +196,7 @@ class SessionWriter:
         self.entries: list[dict] = []
         self.added_messages = 0
         self.added_entries = 0
+        self.unknown_entries = 0  # of them, records the kind does not know (docs/sources.md, "Unknown records")
         self.changed = False
         self.totals = _Totals() if self.session is None else None  # a new session's figures, kept as rows go in
         self.open_calls: dict[str, dict] = {}  # this file's calls still waiting for a result
@@ -286,6 +290,8 @@ class SessionWriter:
             row["raw_hash"] = digest
             self.entries.append(row)
             self.added_entries += 1
+            if row.get("custom_type") == UNKNOWN or row.get("entry_type") == UNKNOWN:
+                self.unknown_entries += 1
             table = "entries"
         self.known[entry.entry_id] = [entry.parent_id, 1, digest, table]
         self.changed = True
@@ -571,6 +577,7 @@ def import_unit(store: Store, unit: Unit, checkpoint: Checkpoint | None, report:
         writer.finish(outcome.sessions.get(session))
         report.messages_added += writer.added_messages
         report.entries_added += writer.added_entries
+        report.unknown_entries += writer.unknown_entries
         if writer.conflicts:
             theirs = (writer.session["source_rank"] or "").split(":", 2)[-1]
             report.warnings.append(

@@ -352,6 +352,36 @@ def test_every_kind_in_chromium(served_kinds, browser, kind):
     full_page_screenshot(browser, artifact_dir() / f"conversation-{kind.replace('_', '-')}.png", cap=4000)
 
 
+def test_no_page_is_wider_than_a_phone(served_kinds, browser):
+    """At 390 px: the session list as cards, the dashboard, and every kind's conversation fit the
+    screen (tables and code scroll inside their own box, long paths break): nothing scrolls sideways."""
+    base, ids = served_kinds
+    pages = {"sessions": "/", "dashboard": "/-/agentbase"}
+    pages.update({f"conversation-{kind.replace('_', '-')}": f"/-/agentbase/session/{sid}" for kind, sid in ids.items()})
+    wide = {}
+    try:
+        browser.set_window_size(390, 900)
+        for name, path in pages.items():
+            browser.get(base + path)
+            assert "Traceback" not in browser.page_source
+            width, screen = browser.execute_script(
+                "return [document.documentElement.scrollWidth, document.documentElement.clientWidth]")
+            if width > screen:
+                wide[name] = (width, screen)
+            height = browser.execute_script("return Math.min(document.documentElement.scrollHeight, 3000)")
+            browser.set_window_size(390, max(900, height))
+            browser.save_screenshot(str(artifact_dir() / f"phone-{name}.png"))
+            browser.set_window_size(390, 900)
+        cards = browser.execute_script("return null")  # (the list's cards: checked on its own below)
+        browser.get(base + "/")
+        cards = browser.execute_script(
+            "const r = document.querySelector('.ab-session-list tbody tr'); return r && getComputedStyle(r).display")
+    finally:
+        browser.set_window_size(1280, 1600)
+    assert wide == {}, wide
+    assert cards == "block"  # a card per session, not a table row
+
+
 def test_export_links_and_the_offline_html_in_chromium(served_kinds, browser, tmp_path):
     from selenium.webdriver.common.by import By
 

@@ -741,6 +741,9 @@ class ClaudeParser:
                 v["project"] = project[:255]
         if ":" in session and v.get("parent_session_uuid") is None:
             v["parent_session_uuid"] = session.split(":", 1)[0][:64]
+        version = obj.get("version")
+        if isinstance(version, str) and version:
+            v["agent_version"] = version[:64]  # the Claude Code that wrote its latest line
         t = obj.get("type")
         if t == "ai-title" and isinstance(obj.get("aiTitle"), str):
             v["title"] = R.cut_text(obj["aiTitle"], 512)

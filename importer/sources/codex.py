@@ -495,6 +495,7 @@ class RolloutParser:
         info["project"] = _project(cwd)
         info["started_at"] = P.format_timestamp(payload.get("timestamp")) or P.format_timestamp(obj.get("timestamp"))
         info["model_provider"] = R.text(payload.get("model_provider"), 64)
+        info["agent_version"] = R.text(payload.get("cli_version"), 64)  # the Codex CLI that wrote it
         parent = R.text(payload.get("forked_from_id"))
         source = payload.get("source")
         if not parent and isinstance(source, dict):

@@ -287,6 +287,12 @@ def ensure_source_tables(store: Migrating) -> None:
 # the current schema, which migration 1 creates whole on a new store; a later
 # migration that adds columns must do so with ``store.ensure_columns`` (a no-op
 # where they already exist), so that new and upgraded stores end up the same.
+def _migration_agent_version(store: Migrating) -> None:
+    """The version of the agent that wrote each session (filled by the kinds that record one, from
+    their next read of the session on)."""
+    store.ensure_columns("sessions", ["agent_version"])
+
+
 MIGRATIONS: list[tuple[str, Callable[[Migrating], None]]] = [
     ("initial schema", _migration_initial),
     ("openclaw sqlite-era session metadata", _migration_openclaw_sqlite_metadata),
@@ -297,6 +303,7 @@ MIGRATIONS: list[tuple[str, Callable[[Migrating], None]]] = [
     ("the change log: sessions changed by each write, for the snapshot's update", _migration_change_log),
     ("one vocabulary: roles user, assistant, toolResult, system; the kind's word in native_role",
      _migration_vocabulary),
+    ("sessions: the agent version that wrote them", _migration_agent_version),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

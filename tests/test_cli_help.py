@@ -1,0 +1,81 @@
+"""The CLI's help matches the product (issue #26, "The CLI"): -h everywhere, every kind named, every
+kind's default places in `import --help`, the MariaDB URL form under --db, and `stats` fitting an
+80-column terminal with the same figures as --json."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def agentbase(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "importer", *args], cwd=REPO, capture_output=True, text=True,
+                          env={**os.environ, "COLUMNS": "80", **(env or {})}, timeout=300)
+
+
+def test_every_command_takes_h_for_help():
+    from importer.cli import cli
+
+    names = sorted(cli.commands)
+    assert {"import", "export", "serve", "stats", "report", "doctor"} <= set(names)
+    for name in names:
+        got = agentbase(name, "-h")
+        assert got.returncode == 0 and got.stdout.startswith("Usage: agentbase " + name), (name, got.stderr)
+    assert agentbase("-h").stdout == agentbase("--help").stdout
+    serve = agentbase("serve", "-h").stdout
+    assert "--host" in serve and "-h, --host" not in serve
+
+
+def test_the_help_names_every_kind_and_its_places():
+    from importer.sources import all_sources
+
+    top = " ".join(agentbase("-h").stdout.split())
+    for source in all_sources():
+        assert source.kind in top, source.kind
+    text = agentbase("import", "-h").stdout
+    lines = text[text.index("Default places, per kind"):].splitlines()[1:]
+    places: dict[str, list[str]] = {}
+    kind = None
+    for line in lines:  # "  kind:  place", then "         place" for each other place of the kind
+        first, _, rest = line.strip().partition(" ")
+        if first.endswith(":"):
+            kind, line = first[:-1], rest
+        places.setdefault(kind, []).append(line.strip())
+    for source in all_sources():
+        for place in source.candidates():
+            assert place in places[source.kind], (source.kind, place)
+    assert "mysql://" in " ".join(agentbase("stats", "-h").stdout.split())
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    home = tmp_path_factory.mktemp("help")
+    env = {"AGENTBASE_HOME": str(home), "AGENTBASE_CONFIG": str(home / "none.yml"), "HOME": str(home)}
+    assert agentbase("import", "--demo", "-q", env=env).returncode == 0
+    return env
+
+
+@pytest.mark.parametrize("by", [None, "agent", "server", "day"])
+def test_stats_fits_80_columns_with_the_json_figures(demo, by):
+    extra = ["--by", by] if by else []
+    text = agentbase("stats", *extra, env=demo).stdout
+    lines = text.splitlines()
+    assert lines and max(len(x) for x in lines) <= 80, max(lines, key=len)
+    data = json.loads(agentbase("stats", *extra, "--json", env=demo).stdout)
+    rows = data if isinstance(data, list) else [data]
+    sessions = [x.split() for x in lines[1:] if x.strip() and not x.startswith(("tools:", "all"))]
+    if by is None and len(data.get("by_source") or {}) > 1:
+        total = next(x.split() for x in lines if x.startswith("all"))
+        assert int(total[1]) == data["sessions"]
+    else:
+        counts = [int(cells[len(cells) - 7]) for cells in sessions]
+        assert sorted(counts) == sorted(r["sessions"] for r in rows)
+    wide = agentbase("stats", *extra, env={**demo, "COLUMNS": "400"}).stdout
+    assert "cacheRead" in wide.splitlines()[0]  # every figure when there is room
