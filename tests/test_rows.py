@@ -86,6 +86,19 @@ def test_tool_call_rows_one_per_call_a_command_for_shell_calls_only_and_the_trun
     assert [c["is_truncated"] for c in R.tool_call_rows(blocks, "t", frozenset())] == [0, 0]
 
 
+def test_a_tool_call_is_on_an_assistant_row_only():
+    """docs/vocabulary.md: a tool call is on the assistant row that made it; a toolCall block in a
+    row of another role stays in its content and is no call."""
+    blocks = _blocks()
+    for role in (V.USER, V.TOOL_RESULT, V.SYSTEM):
+        row = R.message_row("m", role, blocks=blocks)
+        assert (row["first_tool_call"], row["tool_call_count"], row["tool_calls_json"], row["has_tool_calls"]) \
+            == (None, 0, None, 0), role
+        assert json.loads(row["content_blocks"]) == blocks
+        assert R.tool_call_rows(blocks, "t", frozenset({"exec"}), role=role) == []
+    assert len(R.tool_call_rows(blocks, "t", frozenset({"exec"}), role=V.ASSISTANT)) == 2
+
+
 def test_no_reader_builds_a_messages_or_tool_calls_row_by_hand():
     """The kinds (sources/) and OpenClaw's parser name no derived column: rows.py makes them."""
     found = []

@@ -921,7 +921,7 @@ class ClaudeParser:
             # Each part changes when its line does: the line is the raw of every part.
             entry = P.Entry(p["id"], parent, "message", line.index, obj, line.raw)
             entry.row = row
-            entry.calls = R.tool_call_rows(p["blocks"], ts, SHELL_TOOLS)
+            entry.calls = []  # a user line's tool_use block (never seen) is content, no call
             self._emit(session, entry)
             parent = p["id"]
         self._placed(st, parts[-1]["id"], [uuid], real=True)

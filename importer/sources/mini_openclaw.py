@@ -499,7 +499,7 @@ class SessionParser:
                             parent=parent, timestamp=when, seq=seq, raw_json=R.dumps(slim),
                             time_approximate=approximate, is_error=is_error, tool_call_id=tool_call_id,
                             tool_name=m.get("name") if tool_call_id else None)
-        calls = R.tool_call_rows(blocks, when, SHELL_TOOLS, commands)
+        calls = R.tool_call_rows(blocks, when, SHELL_TOOLS, commands, role=row["role"])
         raw = R.dumps({"parent": parent, "message": m}).encode("utf-8", "surrogatepass")
         self.entries.append(P.Entry(eid, parent, "message", seq, m, raw, row=row, calls=calls))
         parent, seq = eid, seq + 1
