@@ -40,7 +40,7 @@ import orjson
 from .. import parser as P
 from .. import rows as R
 from .. import vocabulary as V
-from ..shape import Table
+from ..tables import Table
 from ..units import Batch, Checkpoint, Container, Opened, Outcome, SessionInfo, SourceError, Unit
 from . import readonly
 from .base import Discovery, Scope, Source
