@@ -612,7 +612,9 @@ def build(data: dict, everything: bool, row_href, self_href: str, session_href=N
         "input": s.get("input_tokens") or 0, "output": s.get("output_tokens") or 0,
         "cache_read": s.get("cache_read_tokens") or 0, "cache_write": s.get("cache_write_tokens") or 0,
         "total": s.get("total_tokens") or 0,
-        "cost": money(s.get("cost_usd"), s.get("total_tokens")) or "$0",
+        # a session with no usage at all recorded no cost: never "$0" (it may have cost something)
+        "cost": money(s.get("cost_usd"), s.get("total_tokens")) or (
+            "$0" if u["calls"] or s.get("total_tokens") else "no usage recorded"),
         "unpriced_tokens": u["unpriced_tokens"] or 0, "unpriced_calls": u["unpriced_calls"] or 0,
     }
     return {"turns": turns, "totals": totals, "relatives": relatives(data, builder.session_href)}

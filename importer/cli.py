@@ -175,16 +175,40 @@ def import_(paths, server, agent, db, demo, json_summary, quiet, config_file, fo
         raise click.ClickException(str(exc)) from None
     finally:
         store.close()
-    for warning in report.warnings:
-        click.echo(f"warning: {warning}", err=True)
-    for _path, message in report.failures:
-        click.echo(f"error: {message}", err=True)
+    _problems(report)
+    from .terminal import clean
+
+    nothing_for_agent = agent is not None and not report.files_seen and not report.failures
+    if nothing_for_agent:
+        from .sources import discover
+
+        there = sorted({u.agent_id for u in discover(paths, server=server, fs=fs).units})
+        click.echo(f"warning: no agent {clean(agent)!r} under the paths named (agents there: "
+                   f"{', '.join(clean(a) for a in there[:12]) or 'none'})", err=True)
     if json_summary:
         click.echo(orjson.dumps(report.as_dict()).decode())
     elif not quiet:
         click.echo(report.summary(), err=True)
-    if report.files_failed:
+    if report.files_failed or nothing_for_agent:
         sys.exit(1)
+
+
+NOT_READ_SHOWN = 20
+
+
+def _problems(report, skip: str | None = None) -> None:
+    """A run's warnings, the files it did not read and why (never their content), and its errors
+    (``skip``: one already said)."""
+    for warning in report.warnings:
+        click.echo(f"warning: {warning}", err=True)
+    for path, why in report.not_read[:NOT_READ_SHOWN]:
+        click.echo(f"note: not read: {path}: {why}", err=True)
+    if len(report.not_read) > NOT_READ_SHOWN:
+        click.echo(f"note: ... and {len(report.not_read) - NOT_READ_SHOWN} more files not read "
+                   "(parsed_files, status 'ignored', lists them all)", err=True)
+    for _path, message in report.failures:
+        if message != skip:
+            click.echo(f"error: {message}", err=True)
 
 
 def _use_prices(overrides) -> None:
@@ -466,13 +490,9 @@ def _config_run(config_file, server, agent, db, json_summary, quiet, export):
     finally:
         store.close()
     for result in report.servers:
-        for warning in result.report.warnings:
-            click.echo(f"warning: {warning}", err=True)
         if result.error is not None:
             click.echo(f"error: {result.error}", err=True)
-        for _path, message in result.report.failures:
-            if message != result.error:
-                click.echo(f"error: {message}", err=True)
+        _problems(result.report, skip=result.error)
         if not quiet and not json_summary and result.error is None:
             click.echo(result.line(), err=True)
     if json_summary:
@@ -537,10 +557,7 @@ def watch(paths, config_file, db, output, interval, quiet):
     say = (lambda line: None) if quiet else (lambda line: click.echo(line, err=True))
 
     def report_line(report) -> None:
-        for warning in report.warnings:
-            click.echo(f"warning: {warning}", err=True)
-        for _path, message in report.failures:
-            click.echo(f"error: {message}", err=True)
+        _problems(report)
         if report.files_imported or report.files_failed:
             say(f"{time.strftime('%H:%M:%S')} {report.summary()}")
 

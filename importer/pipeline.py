@@ -33,6 +33,7 @@ class _Done:
     part: ImportReport | None = None
     failure: tuple[str, str] | None = None
     ignored: bool = False
+    reason: str | None = None  # why an ignored unit is not its kind's
 
 
 def run_import(
@@ -133,7 +134,7 @@ class _Run:
             return _Done(failure=(unit.key, str(exc))), False
         except NotATranscript as exc:
             record_problem(store, unit, "ignored", str(exc))
-            return _Done(ignored=True), True
+            return _Done(ignored=True, failure=None, reason=str(exc)), True
         except (OSError, SourceError, orjson.JSONDecodeError, UnicodeDecodeError, RowRejected) as exc:
             reason = getattr(exc, "strerror", None) or str(exc).splitlines()[0]
             message = f"cannot read {unit.key}: {reason}"
@@ -147,7 +148,7 @@ class _Run:
             report.failures.append(done.failure)
             report.files_failed += 1
             return
-        tally = self.kinds.setdefault((unit.server, unit.source.kind), [0, 0, []])
+        tally = self.kinds.setdefault((unit.server, unit.source.kind), [0, 0, []]) if not unit.named else [0, 0, []]
         part = done.part
         # Not recognised: not the kind's, or a file never seen before that gave no message and records
         # the kind does not know (a header-only file, a session just begun, gives neither: not a sign).
@@ -160,6 +161,7 @@ class _Run:
             tally[0] += 1
         if done.ignored:
             report.files_ignored += 1
+            report.not_read.append((unit.key, done.reason or unit.source.not_this_kind()))
             return
         report.add(part)
         report.warnings.extend(part.warnings)

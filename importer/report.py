@@ -79,6 +79,7 @@ def collect(store: Store, kind: str, zone, since: str | None = None, until: str 
     """The report's rows, oldest first (sessions: by last activity)."""
     if kind not in KINDS:
         raise StoreError(f"unknown report {kind!r}: {', '.join(KINDS)}")
+    check_filters(store, agent, server, source)
     since, until = _day_bounds(since, "--since"), _day_bounds(until, "--until")
     where = ["m.usage_counted = 1"]
     params: list = []
@@ -135,6 +136,18 @@ def collect(store: Store, kind: str, zone, since: str | None = None, until: str 
         _session_info(store, rows)
         return sorted(rows.values(), key=lambda r: (r.info.get("last_day") or "", r.key))
     return [rows[k] for k in sorted(rows)]
+
+
+def check_filters(store: Store, agent: str | None, server: str | None, source: str | None) -> None:
+    """A filter that names nothing the archive holds is an error that says what it holds (a typo
+    would otherwise print an empty report)."""
+    for column, value, what in (("agent_id", agent, "agent"), ("server", server, "server"),
+                                ("source", source, "source")):
+        if value is None or store.tuples(f"SELECT 1 FROM sessions WHERE {column} = ? LIMIT 1", (value,)):
+            continue
+        held = [v for (v,) in store.tuples(f"SELECT DISTINCT {column} FROM sessions ORDER BY 1") if v is not None]
+        shown = ", ".join(clean(v) for v in held[:12]) + (f", ... ({len(held)} in all)" if len(held) > 12 else "")
+        raise StoreError(f"no {what} {clean(value)!r} in the archive ({what}s: {shown or 'none'})")
 
 
 def _week_start(day: str) -> str:

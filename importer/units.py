@@ -186,6 +186,7 @@ class _Listed:
         self.token = token if token is not None else file_token(size, mtime_ns)
         self.fs = fs
         self.path = path if path is not None else key
+        self.named = False  # named on its own on the command line, not found in a kind's place
 
     @property
     def group(self) -> tuple[str, str]:

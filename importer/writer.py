@@ -49,6 +49,7 @@ class ImportReport:
     elapsed_s: float = 0.0
     failures: list[tuple[str, str]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    not_read: list[tuple[str, str]] = field(default_factory=list)  # (file, why): files not of their kind
 
     def as_dict(self) -> dict:
         return {

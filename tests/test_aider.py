@@ -119,7 +119,7 @@ def test_samples_counts_equal_the_oracle(archive):
     assert scalar(db, "SELECT COUNT(DISTINCT seq) FROM messages WHERE role = 'toolResult'") == want["applied_lines"]
     assert scalar(db, "SELECT COUNT(*) FROM tool_calls WHERE command IS NOT NULL") == 0
     assert scalar(db, "SELECT COUNT(*) FROM messages WHERE has_thinking = 1") > 0  # <think> replies
-    assert rows(db, "SELECT COUNT(*), COUNT(version), COUNT(model), COUNT(cwd), COUNT(project) FROM sessions") == [
+    assert rows(db, "SELECT COUNT(*), COUNT(agent_version), COUNT(model), COUNT(cwd), COUNT(project) FROM sessions") == [
         (want["sessions"],) * 5]
 
 
@@ -245,7 +245,7 @@ def test_a_made_up_run_maps_to_the_vocabulary(tmp_path):
                     "cost_usd, cost_source, model, provider FROM messages WHERE role = 'assistant'") == [
         (0, 240, 10000, 1200, 11440, 0.0123, "recorded", "anthropic/claude-sonnet-4", "anthropic")]
     assert rows(db, "SELECT COUNT(*), COUNT(result_message_id) FROM tool_calls") == [(2, 2)]
-    assert rows(db, "SELECT session_uuid LIKE '20260301T100000-%', started_at, cwd, project, version, "
+    assert rows(db, "SELECT session_uuid LIKE '20260301T100000-%', started_at, cwd, project, agent_version, "
                     "times_approximate FROM sessions") == [
         (1, "2026-03-01 10:00:00.000", str(tmp_path / "projects" / "app"), "app", "v0.86.0", 1)]
     assert [r[0] for r in rows(db, "SELECT entry_type FROM entries ORDER BY seq")] == ["run", "output", "output",
@@ -271,7 +271,7 @@ def test_an_appended_run_reads_only_what_is_new(tmp_path):
     reply = json.loads(scalar(db, "SELECT content_blocks FROM messages WHERE role = 'assistant' AND seq > 40"))
     assert [b["type"] for b in reply] == ["thinking", "text", "toolCall"]
     assert reply[2]["arguments"] == {"path": "hello.py", "content": 'print("hello")'}
-    assert rows(db, "SELECT model, version FROM sessions ORDER BY started_at") == [
+    assert rows(db, "SELECT model, agent_version FROM sessions ORDER BY started_at") == [
         ("anthropic/claude-sonnet-4", "v0.86.0"), ("ollama/qwen3", "v0.86.1")]
     third = do_import(db, tmp_path / "app")
     assert (third.files_imported, third.bytes_read) == (0, 0)
@@ -369,3 +369,26 @@ def test_samples_over_ssh_equal_a_local_import(tmp_path):
     do_import(local, root, server="remote")
     got, want = dump(tmp_path / "ssh.db"), dump(local)
     assert got["messages"] and got == want
+
+
+def test_doctor_lists_the_versions_the_samples_hold(tmp_path):
+    import doctor_check as dc
+
+    # the oracle: each run's (from a "# aider chat started at" line) last "> Aider vX.Y.Z" line
+    want = set()
+    for history in samples().rglob(NAME):
+        run = None
+        for line in history.read_text(errors="replace").splitlines():
+            if line.startswith("# aider chat started at "):
+                if run:
+                    want.add(run)
+                run = None
+            m = re.match(r"^> Aider (v\d[\w.+-]*)", line)
+            if m:
+                run = m.group(1)
+        if run:
+            want.add(run)
+    assert want
+    db = tmp_path / "a.db"
+    assert do_import(db, samples(), server="samples").files_failed == 0
+    assert dc.doctor_versions(tmp_path / "home", KIND, db) == want

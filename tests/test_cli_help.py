@@ -79,3 +79,33 @@ def test_stats_fits_80_columns_with_the_json_figures(demo, by):
         assert sorted(counts) == sorted(r["sessions"] for r in rows)
     wide = agentbase("stats", *extra, env={**demo, "COLUMNS": "400"}).stdout
     assert "cacheRead" in wide.splitlines()[0]  # every figure when there is room
+
+
+def test_import_names_each_file_it_did_not_read_and_why(tmp_path):
+    secret = "ghp_" + "Z9" * 18
+    (tmp_path / "notes.jsonl").write_text(json.dumps({"hello": secret}) + "\n")
+    day = tmp_path / ".codex" / "sessions" / "2025" / "01" / "01"
+    day.mkdir(parents=True)
+    (day / "rollout-2025-01-01T00-00-00-abc.jsonl").write_text(json.dumps({"note": secret}) + "\n")
+    got = agentbase("import", str(tmp_path / "notes.jsonl"), str(tmp_path / ".codex"), "--db",
+                    f"sqlite:///{tmp_path / 'a.db'}", env={"HOME": str(tmp_path)})
+    assert got.returncode == 0, got.stderr
+    notes = [x for x in got.stderr.splitlines() if x.startswith("note: not read: ")]
+    assert len(notes) == 2 and secret not in got.stderr
+    assert any("notes.jsonl: not a" in x for x in notes) and any("rollout-" in x and "not a Codex" in x for x in notes)
+    # the file named on its own is not a sign of a changed format; the one in Codex's place is
+    warned = [x for x in got.stderr.splitlines() if "format not recognised" in x]
+    assert len(warned) == 1 and "codex" in warned[0]
+
+
+def test_a_filter_that_matches_nothing_says_what_there_is(demo, tmp_path):
+    got = agentbase("report", "daily", "--source", "no-such-kind", env=demo)
+    assert got.returncode == 1 and len(got.stderr.strip().splitlines()) == 1
+    assert "no source 'no-such-kind' in the archive" in got.stderr and "openclaw" in got.stderr
+    got = agentbase("report", "daily", "--agent", "nobody", env=demo)
+    assert got.returncode == 1 and "no agent 'nobody'" in got.stderr
+    demo_tree = Path(demo["AGENTBASE_HOME"]) / "demo-transcripts"
+    got = agentbase("import", str(demo_tree), "--agent", "nobody", "--db", f"sqlite:///{tmp_path / 'b.db'}", env=demo)
+    assert got.returncode == 1
+    line = next(x for x in got.stderr.splitlines() if x.startswith("warning: no agent 'nobody'"))
+    assert "agents there:" in line and "main" in line

@@ -121,7 +121,7 @@ def test_samples_counts_equal_the_oracle(archive):
     assert scalar(db, "SELECT COUNT(*) FROM messages WHERE role = 'assistant' AND has_thinking = 1") > 0
     # every tool result is paired with its call; the session knows its folder and version
     assert scalar(db, "SELECT COUNT(*) FROM tool_calls WHERE result_message_id IS NOT NULL") == want["results"]
-    assert rows(db, "SELECT agent_id, cwd IS NOT NULL, project IS NOT NULL, version IS NOT NULL, title FROM sessions") \
+    assert rows(db, "SELECT agent_id, cwd IS NOT NULL, project IS NOT NULL, agent_version IS NOT NULL, title FROM sessions") \
         == [("cline", 1, 1, 1, None)]
 
 
@@ -267,7 +267,7 @@ def test_a_made_up_task_maps_to_the_vocabulary(tmp_path):
                     "cost_source, model, provider FROM messages WHERE role = 'assistant' ORDER BY seq") == [
         (10, 20, 0, 30, 60, 0.25, "recorded", "claude-test", "anthropic"),
         (1, 2, 3, 0, 6, 0.125, "recorded", "claude-test", "anthropic")]
-    assert rows(db, "SELECT session_uuid, agent_id, cwd, project, version, started_at FROM sessions") == [
+    assert rows(db, "SELECT session_uuid, agent_id, cwd, project, agent_version, started_at FROM sessions") == [
         (str(T0), "cline", "/home/dev/proj", "proj", "3.51.0", "2026-02-02 02:40:00.000")]
     assert json.loads(scalar(db, "SELECT content_blocks FROM messages WHERE message_uuid = '1'"))[0] == {
         "type": "thinking", "thinking": "use the shell", "thinkingSignature": "c2ln"}
@@ -324,7 +324,7 @@ def test_an_unknown_history_item_is_kept_as_an_entry(tmp_path):
     db = tmp_path / "a.db"
     assert do_import(db, tmp_path / "tasks").files_imported == 1
     assert rows(db, "SELECT entry_uuid, entry_type, custom_type FROM entries") == [
-        ("1:x", "history-item", "developer")]
+        ("1:x", "history-item.developer", "unknown")]  # a role the kind does not know: marked (docs/sources.md)
     assert scalar(db, "SELECT COUNT(*) FROM messages") == 6
 
 
@@ -425,3 +425,18 @@ def test_roo_code_tool_result_blocks_and_message_times(tmp_path):
     assert rows(db, "SELECT agent_id, session_uuid, started_at, times_approximate FROM sessions") == [
         ("roo-code", "roo-task", "2026-02-02 02:40:00.001", None)]
     assert rows(db, "SELECT command, is_error, result_message_id IS NOT NULL FROM tool_calls") == [("date", 1, 1)]
+
+
+def test_doctor_lists_the_versions_the_samples_hold(tmp_path):
+    import doctor_check as dc
+
+    # the oracle: each task's task_metadata.json, its last environment's cline_version
+    want = set()
+    for meta in samples().rglob(C.METADATA):
+        envs = json.loads(meta.read_text()).get("environment_history") or []
+        if envs and isinstance(envs[-1].get("cline_version"), str):
+            want.add(envs[-1]["cline_version"])
+    assert want
+    db = tmp_path / "a.db"
+    assert do_import(db, samples(), server="samples").files_failed == 0
+    assert dc.doctor_versions(tmp_path / "home", KIND, db) == want

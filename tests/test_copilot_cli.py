@@ -393,6 +393,8 @@ def test_a_truncated_last_line_and_an_unknown_event(tmp_path):
     first = imp(db, path)
     assert first.pending_lines == 1 and first.files_failed == 0
     assert rows(db, "SELECT entry_type FROM entries WHERE entry_type = 'future.thing'") == [("future.thing",)]
+    # the one event of a type the kind does not know is marked so (docs/sources.md, "Unknown records")
+    assert rows(db, "SELECT entry_type FROM entries WHERE custom_type = 'unknown'") == [("future.thing",)]
     assert scalar(db, "SELECT COUNT(*) FROM messages WHERE role = 'user'") == 1
     # the line completed: read once
     e.add("user.message", {"content": "whole now"})
@@ -429,6 +431,26 @@ def test_history_rewritten_whole_is_merged_by_id(tmp_path):
         ("user", 0), ("assistant", 1), ("tool", 0), ("assistant", 0)]
     assert scalar(db, "SELECT times_approximate FROM sessions") == 1
     assert scalar(db, "SELECT COUNT(*) FROM entries WHERE entry_type = 'timeline.info'") == 1
+    # a timeline item of a type the kind does not know: marked unknown
+    bigger["timeline"].append({"id": "tl-x", "type": "hologram", "timestamp": bigger["startTime"]})
+    path.write_text(json.dumps(bigger))
+    imp(db, path)
+    assert rows(db, "SELECT entry_type FROM entries WHERE custom_type = 'unknown'") == [("timeline.hologram",)]
+
+
+def test_a_real_session_whose_type_key_is_renamed_is_warned_about(samples, tmp_path):
+    import doctor_check as dc
+
+    events = sorted(samples.rglob("session-state/*/events.jsonl"))[0]
+    home = tmp_path / "home"
+    target = home / ".copilot" / "session-state" / events.parent.name / "events.jsonl"
+    target.parent.mkdir(parents=True)
+    target.write_text(events.read_text().replace('"type":', '"kind":'))  # the record-type key renamed
+    dc.assert_warned(dc.unrecognised(home), KIND)
+    home2 = tmp_path / "home2"
+    (home2 / ".copilot" / "session-state" / events.parent.name).mkdir(parents=True)
+    shutil.copyfile(events, home2 / ".copilot" / "session-state" / events.parent.name / "events.jsonl")
+    assert dc.unrecognised(home2) == []
 
 
 def test_files_of_other_kinds_are_not_claimed(tmp_path):
@@ -548,3 +570,17 @@ def test_the_conversation_page_renders_a_copilot_session(tmp_path):
     assert "make step-1" in html and "built 1" in html  # a call, with its output
     assert "I should run make 1" in html  # its thinking
     assert "c2lnbmF0dXJl" not in html  # the opaque reasoning stays in raw_json
+
+
+def test_doctor_lists_the_versions_the_samples_hold(samples, imported, tmp_path):
+    import doctor_check as dc
+
+    # the oracle: each events file's session.start copilotVersion (the history files say none)
+    want = set()
+    for events in samples.rglob("events.jsonl"):
+        for x in events.read_text().splitlines():
+            e = json.loads(x) if x.strip() else {}
+            if e.get("type") == "session.start" and isinstance(e["data"].get("copilotVersion"), str):
+                want.add(e["data"]["copilotVersion"])
+    assert want
+    assert dc.doctor_versions(tmp_path / "home", KIND, imported) == want

@@ -312,6 +312,8 @@ def test_bad_parts_unknown_roles_and_part_types_are_kept(tmp_path):
     assert report.bad_lines == 1
     assert rows(db, "SELECT entry_uuid, custom_type FROM entries ORDER BY entry_uuid") == \
         [("s-1-x", "bad_parts"), ("s-1-y", "unknown")]
+    # the made-up role stays in entry_type, for doctor to list (docs/sources.md, "Unknown records")
+    assert rows(db, "SELECT entry_type FROM entries WHERE custom_type = 'unknown'") == [("message.narrator",)]
     blocks = json.loads(scalar(db, "SELECT content_blocks FROM messages WHERE message_uuid = 's-1-z'"))
     assert blocks == [{"type": "hologram", "beam": 1}, {"type": "text", "text": "still here"}]
     assert any("does not know" in w for w in report.warnings)
@@ -469,3 +471,13 @@ def test_the_conversation_page_renders_a_crush_session(tmp_path):
     html = page.text
     assert "Please run the tests" in html and "Two tests fail." in html
     assert "make test" in html and "2 failed" in html
+
+
+def test_doctor_lists_no_version_as_the_database_holds_none(samples, imported, tmp_path):
+    import doctor_check as dc
+
+    conn = sqlite3.connect(f"file:{sample_db(samples)}?mode=ro", uri=True)
+    columns = {r[1] for r in conn.execute("PRAGMA table_info(sessions)")}
+    conn.close()
+    assert "version" not in columns  # the oracle: no version in the sessions table
+    assert dc.doctor_versions(tmp_path / "home", C.KIND, imported) == set()

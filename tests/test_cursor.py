@@ -428,6 +428,8 @@ def test_unknown_records_are_kept_as_entries(tmp_path):
     db = tmp_path / "a.db"
     report = imp(db, tmp_path)
     assert sorted(r[0] for r in rows(db, "SELECT custom_type FROM entries")) == ["unknown", "unknown"]
+    # a made-up role stays in entry_type, for doctor to list (docs/sources.md, "Unknown records")
+    assert sorted(rows(db, "SELECT entry_type FROM entries")) == [("cursor_blob",), ("message.narrator",)]
     assert json.loads(scalar(db, "SELECT content_blocks FROM messages WHERE seq = 6")) == \
         [{"type": "hologram", "beam": 1}]
     assert any("does not know" in w for w in report.warnings)
@@ -507,3 +509,15 @@ def test_the_conversation_page_renders_a_cursor_session(tmp_path):
     assert page.status_code == 200
     html = page.text
     assert "Fix the tests" in html and "All done." in html and "make test" in html
+
+
+def test_doctor_lists_no_version_as_the_samples_hold_none(samples, imported, tmp_path):
+    import doctor_check as dc
+
+    # the oracle: no store meta names a version, and the transcripts are plain text without a header
+    for store in samples.rglob("store.db"):
+        conn = sqlite3.connect(f"file:{store}?mode=ro", uri=True)
+        meta = CU.read_meta(conn)
+        conn.close()
+        assert not any("version" in k.lower() for k in meta)
+    assert dc.doctor_versions(tmp_path / "home", CU.KIND, imported) == set()

@@ -395,6 +395,9 @@ def test_a_flood_of_wrong_guesses_does_not_keep_the_right_user_out(server):
 
     answers = []
     sent = [threading.Event() for _ in range(15)]
+    # what one right login costs on this machine now (a shared machine is slow at times): the flood
+    # must not make the right user wait for more than a few of them (15 checks in turn would)
+    base = min(server.login("127.0.0.9", timeout=10)[3] for _ in range(2))
 
     def guess(event):
         status, _, _, seconds = server.login("127.0.0.2", "wrong password", sent=event)
@@ -410,7 +413,7 @@ def test_a_flood_of_wrong_guesses_does_not_keep_the_right_user_out(server):
     flooded = server.login("127.0.0.2", PASSWORD)  # meanwhile the flooding address waits, password or not
     for t in threads:
         t.join(10)
-    assert status == 302 and _cookie(headers, "ds_actor") and seconds < 1.0, (status, seconds)
+    assert status == 302 and _cookie(headers, "ds_actor") and seconds < max(1.0, 3 * base), (status, seconds, base)
     assert flooded[0] == 429 and "try again in" in flooded[2] and int(flooded[1]["retry-after"]) >= 1
     # the flood itself got one check: the others were turned away at once
     assert Counter(answers)[403] == 1 and Counter(answers)[429] == 14, Counter(answers)

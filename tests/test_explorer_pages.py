@@ -488,3 +488,21 @@ def test_messages_read_time_agent_role_text_first(site):
     shown = columns_shown(site.get("/snapshot/messages").text)
     first = shown[1:5]
     assert first[0] in ("local_time", "timestamp") and first[1:] == ["agent_id", "role", "text_preview"], shown
+
+
+def test_a_session_without_usage_says_so_never_zero_dollars(kinds, kinds_site):
+    """mini-OpenClaw records no usage: its conversation says "no usage recorded", not "$0"; a session
+    with priced calls shows its cost."""
+    conn = sqlite3.connect(kinds[1])
+    try:
+        bare = conn.execute("SELECT id FROM sessions WHERE source = 'mini-openclaw' AND COALESCE(total_tokens, 0) = 0 "
+                            "AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.session_id = sessions.id "
+                            "AND (m.input_tokens OR m.output_tokens OR m.cost_usd)) LIMIT 1").fetchone()[0]
+        priced = conn.execute("SELECT id, cost_usd FROM sessions WHERE cost_usd > 0 LIMIT 1").fetchone()
+    finally:
+        conn.close()
+    page = kinds_site.get(f"/-/agentbase/session/{bare}").text
+    totals = page[page.index("model calls"):][:2000]
+    assert "no usage recorded" in totals and "$0<" not in totals and ">$0" not in totals
+    page = kinds_site.get(f"/-/agentbase/session/{priced[0]}").text
+    assert "no usage recorded" not in page and "$" in page[page.index("model calls"):][:2000]

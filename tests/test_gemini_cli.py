@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import sys
 from collections import Counter
 from pathlib import Path
@@ -475,6 +476,29 @@ def test_unknown_records_are_entries_not_messages(tmp_path):
     assert scalar(db, "SELECT COUNT(*) FROM messages") == 5
     types = Counter(t for (t,) in rows(db, "SELECT entry_type FROM entries"))
     assert types["compression"] == 1 and types["unknown"] == 2 and types["$set"] == 6
+    # each record of a type the kind does not know is marked so (docs/sources.md, "Unknown records"); $set is known
+    assert Counter(rows(db, "SELECT entry_type, custom_type FROM entries WHERE custom_type IS NOT NULL")) == {
+        ("compression", "unknown"): 1, ("unknown", "unknown"): 2}
+
+
+def test_a_real_chat_whose_type_key_is_renamed_is_warned_about(samples, tmp_path):
+    import doctor_check as dc
+
+    chats = sorted(samples.rglob("chats/session-*.json"))
+    assert chats
+    home = tmp_path / "home"
+    target = home / ".gemini" / "tmp" / "proj" / "chats" / chats[0].name
+    target.parent.mkdir(parents=True)
+    # the format changed: every message's "type" key is now called "kind"
+    target.write_text(chats[0].read_text().replace('"type":', '"kind":'))
+    dc.assert_warned(dc.unrecognised(home), KIND)
+    doctor = dc.doctor(home, KIND)
+    assert [u["type"] for u in doctor["unknown_types"]] == ["unknown"]
+    # the same chat as written: read, no warning
+    home2 = tmp_path / "home2"
+    (home2 / ".gemini" / "tmp" / "proj" / "chats").mkdir(parents=True)
+    shutil.copyfile(chats[0], home2 / ".gemini" / "tmp" / "proj" / "chats" / chats[0].name)
+    assert dc.unrecognised(home2) == []
 
 
 def test_the_same_session_in_two_files_is_one_session(tmp_path):
@@ -658,3 +682,18 @@ def test_samples_export_and_every_session_renders(imported, tmp_path):
         assert r.status_code == 200, session_id
         if count:
             assert "ab-turn-assistant" in r.text and "no result recorded" not in r.text, session_id
+
+
+def test_doctor_lists_no_version_as_the_samples_hold_none(samples, imported, tmp_path):
+    import doctor_check as dc
+
+    # the oracle: a chat's header (the .json session object, a .jsonl's first line) saying a version
+    want = set()
+    for chat in samples.rglob("chats/**/*.json*"):
+        text = chat.read_text()
+        head = json.loads(text.splitlines()[0] if chat.suffix == ".jsonl" else text)
+        for key in ("version", "cliVersion", "geminiCliVersion"):
+            if isinstance(head.get(key), str):
+                want.add(head[key])
+    db, _report = imported
+    assert dc.doctor_versions(tmp_path / "home", KIND, db) == want == set()

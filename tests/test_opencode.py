@@ -702,3 +702,60 @@ def test_the_conversation_page_renders_an_opencode_session(tmp_path):
     assert "make test" in html and "output of call_1" in html  # a call, with its output under it
     assert "Run them first." in html
     assert "no result recorded" not in html
+
+
+# -- unknown records and agent versions (docs/sources.md, "Unknown records") ------------------
+
+
+def test_a_role_and_a_part_type_the_kind_does_not_know_are_marked_unknown(tmp_path):
+    from importer.vocabulary import UNKNOWN
+
+    c = conversation("ses_0004made")
+    c.part(c.messages[-1][0], {"type": "hologram", "payload": "x"})  # a part type OpenCode never wrote
+    c.part(c.messages[-1][0], {"type": "patch", "hash": "abc", "files": ["a.py"]})  # known: kept, not unknown
+    mid, t = c._id("msg")
+    c.messages.append((mid, t, {"role": "oracle", "time": {"created": t}}))
+    c.write_storage(tmp_path / "data" / "storage")
+    db = tmp_path / "a.db"
+    assert do_import(db, tmp_path / "data").files_failed == 0
+    assert rows(db, "SELECT entry_type, custom_type FROM entries ORDER BY entry_type") == [
+        ("message.oracle", UNKNOWN), ("part.hologram", UNKNOWN), ("part.patch", None)]
+    assert scalar(db, "SELECT COUNT(*) FROM messages WHERE session_uuid = 'ses_0004made'") > 0
+
+
+def test_renamed_type_keys_in_the_real_storage_are_warned_about(tmp_path):
+    import doctor_check as dc
+
+    storage = samples() / STORAGE_SAMPLE
+    home = tmp_path / "home"
+    copy = home / "storage"
+    for f in storage.rglob("*.json"):
+        target = copy / f.relative_to(storage)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        # the format changed: a message's "role" and a part's "type" are now called "kind"
+        target.write_text(f.read_text().replace('"role":', '"kind":').replace('"type":', '"kind":'))
+    dc.assert_warned(dc.unrecognised(home, copy), KIND)
+    home2 = tmp_path / "home2"
+    shutil.copytree(storage, home2 / "storage")
+    assert dc.unrecognised(home2, home2 / "storage") == []
+
+
+def test_doctor_lists_the_versions_the_samples_hold(tmp_path):
+    import doctor_check as dc
+
+    root = samples()
+    db, storage = root / DB_SAMPLE, root / STORAGE_SAMPLE
+    # the oracle: the session row's version (database) and the session file's (JSON storage)
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    versions = {v for (v,) in conn.execute("SELECT version FROM session WHERE version IS NOT NULL AND version != ''")}
+    conn.close()
+    for f in (storage / "session").rglob("ses_*.json"):
+        v = json.loads(f.read_text()).get("version")
+        if isinstance(v, str) and v:
+            versions.add(v)
+    assert len(versions) >= 2
+    home = tmp_path / "home"
+    home.mkdir()
+    got = dc.agentbase(home, "import", str(db.parent), str(storage), "-q")
+    assert got.returncode == 0, got.stderr[-2000:]
+    assert set(dc.doctor(home, KIND)["versions"]) == versions

@@ -467,9 +467,34 @@ def test_unknown_record_types_are_kept_as_entries(tmp_path):
     assert by_role(db) == {"user": 2, "assistant": 2, "toolResult": 2}
     assert rows(db, "SELECT entry_type, custom_type FROM entries WHERE entry_type <> 'system' "
                     "OR custom_type = 'model_switch' ORDER BY seq") == \
-        [("checkpoint_marker", None), ("system", "model_switch")]
+        [("checkpoint_marker", "unknown"), ("system", "model_switch")]  # (a type it does not know: marked)
     # the chain runs through them: everything on the active path
     assert scalar(db, "SELECT COUNT(*) FROM messages WHERE is_active_path = 0") == 0
+
+
+def test_made_up_types_in_the_old_layout_and_a_saved_chat_are_marked_unknown(tmp_path):
+    project = tmp_path / ".qwen" / "tmp" / ("ef" * 32)
+    (project / "chats").mkdir(parents=True)
+    sid = "21111111-2222-4333-8444-555555555555"
+    doc = _old_session(sid)
+    doc["messages"].append({"id": "m9", "timestamp": ts(4), "type": "hologram", "content": "x"})
+    (project / "chats" / "session-2025-11-01T10-00-21111111.json").write_text(json.dumps(doc))
+    (project / "checkpoint-t.json").write_text(json.dumps(_saved_chat() + [{"role": "oracle", "parts": []}]))
+    db = tmp_path / "a.db"
+    imp(db, tmp_path / ".qwen")
+    assert rows(db, "SELECT entry_type, custom_type FROM entries ORDER BY entry_type") == [
+        ("hologram", "unknown"), ("info", None), ("oracle", "unknown")]
+
+
+def test_a_real_log_whose_type_key_is_renamed_is_warned_about(samples, tmp_path):
+    import doctor_check as dc
+
+    log = sorted(samples.rglob("projects/*/chats/*.jsonl"))[0]
+    home = tmp_path / "home"
+    target = home / ".qwen" / "projects" / "p" / "chats" / log.name
+    target.parent.mkdir(parents=True)
+    target.write_text(log.read_text().replace('"type":', '"kind":'))  # the record-type key renamed
+    dc.assert_warned(dc.unrecognised(home), KIND)
 
 
 def _old_session(sid: str, model_type: str = "qwen") -> dict:
@@ -660,3 +685,17 @@ def test_export_and_the_conversation_page(tmp_path):
     assert "make build" in html and "file text" in html  # a call, with its output
     assert "The user wants a build." in html  # thinking
     assert "no result recorded" not in html
+
+
+def test_doctor_lists_the_versions_the_samples_hold(samples, imported, tmp_path):
+    import doctor_check as dc
+
+    # the oracle: each chat log's latest line that says a version (the old layout's files say none)
+    want = set()
+    for log in samples.rglob("projects/*/chats/*.jsonl"):
+        said = [json.loads(x).get("version") for x in log.read_text().splitlines() if x.strip()]
+        said = [v for v in said if isinstance(v, str) and v]
+        if said:
+            want.add(said[-1])
+    assert len(want) >= 2
+    assert dc.doctor_versions(tmp_path / "home", KIND, imported) == want

@@ -266,4 +266,5 @@ def _file(fs: FileSystem, path: str, found: tuple, scope: Scope, out: Discovery)
         chosen = kind("openclaw")  # imported as such: ignored when it is not one
     unit = chosen.file_unit(fs, path, size, mtime_ns, scope, out)
     if unit is not None:
+        unit.named = True  # a file named on its own: not a kind's place (pipeline.silent_kinds)
         out.add(unit)

@@ -518,7 +518,7 @@ class AiderParser:
             texts.append(body)
             m = _VERSION_RE.match(body)
             if m and self.sid in self.values:
-                self.values[self.sid]["version"] = m.group(1)[:32]
+                self.values[self.sid]["agent_version"] = m.group(1)[:64]  # the Aider that ran the session
             m = _MODEL_RE.match(body)
             if m:
                 self.model = m.group(1)[:128]

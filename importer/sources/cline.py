@@ -409,17 +409,19 @@ class TaskParser:
         return parent
 
     def _other(self, i: int, m, parent: str | None, when: str | None) -> str:
-        """A history item that is not a user or assistant message: kept as an entry."""
+        """A history item that is not a user or assistant message (a role the kind does not know):
+        kept as an entry ``history-item.<role>``, marked unknown (docs/sources.md, "Unknown records")."""
         eid = f"{i}:x"
         role = m.get("role") if isinstance(m, dict) else None
         raw = R.dumps(m)
         preview = None
         if isinstance(m, dict):
             preview = R.text_preview({"content": [to_block(b) for b in _blocks(m.get("content"))]})
-        row = {"entry_uuid": eid, "parent_uuid": parent, "entry_type": "history-item",
-               "custom_type": R.text(role, 128), "text_preview": preview, "timestamp": when, "seq": i,
+        etype = f"history-item.{R.text(role, 51) or '?'}"
+        row = {"entry_uuid": eid, "parent_uuid": parent, "entry_type": etype,
+               "custom_type": V.UNKNOWN, "text_preview": preview, "timestamp": when, "seq": i,
                "raw_json": raw}
-        self.entries.append(P.Entry(eid, parent, "history-item", i, m if isinstance(m, dict) else {},
+        self.entries.append(P.Entry(eid, parent, etype, i, m if isinstance(m, dict) else {},
                                     raw.encode("utf-8", "surrogatepass"), row=row))
         return eid
 
@@ -468,7 +470,7 @@ class TaskParser:
         if isinstance(envs, list) and envs and isinstance(envs[-1], dict):
             version = R.text(envs[-1].get("cline_version"))
             if version:
-                values["version"] = version[:32]
+                values["agent_version"] = version[:64]  # the Cline that ran the task
         models = [e for e in self.entries if e.row and e.row.get("model")]
         if models:
             values["model"] = models[-1].row["model"]

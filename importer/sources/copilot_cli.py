@@ -39,7 +39,7 @@ from .. import vocabulary as V
 from ..parser import ChunkResult, Entry, ParseState
 from ..units import Batch, Checkpoint, NotATranscript, Outcome, SessionInfo, SourceError, Unit, file_token
 from .base import Discovery, Scope, Source
-from .fs import FileSystem
+from .fs import FileSystem, entry_is_dir as _is_dir, entry_is_file as _is_file, listing as _listing
 from .reader import read_lines
 
 KIND = "copilot-cli"
@@ -62,6 +62,12 @@ ENCRYPTED_PLACEHOLDER = "(encrypted reasoning: only the model can read it)"
 MESSAGE_EVENTS = frozenset({"user.message", "system.message", "assistant.message", "tool.execution_complete"})
 EVENT_PREFIXES = ("session.", "user.", "assistant.", "tool.", "system.", "hook.", "permission.", "subagent.",
                   "skill.", "abort")
+# The other events it knows: entries of their type (any other is marked unknown: docs/sources.md, "Unknown records").
+ENTRY_EVENTS = frozenset({"session.start", "session.shutdown", "session.info", "session.error", "session.model_change",
+                          "tool.execution_start", "assistant.turn_start", "assistant.turn_end", "abort"})
+ENTRY_EVENT_PREFIXES = ("hook.", "permission.")
+# The history timeline's item types it knows (each an entry ``timeline.<type>``).
+TIMELINE_TYPES = frozenset({"user", "copilot", "tool_call_requested", "tool_call_completed", "info", "warning", "error"})
 _HISTORY_RE = re.compile(r"^session_(?P<sid>[0-9A-Za-z-]+)_(?P<ms>\d{10,16})\.json$")
 _EXIT_RE = re.compile(r"<exited with exit code (-?\d+)>")
 _HEAD_HISTORY = re.compile(rb'"chatMessages"\s*:\s*\[')
@@ -201,7 +207,9 @@ class EventsParser:
             values["title"] = P.cut_str(ws["name"], 512)  # the CLI's own name of the session
         version = R.integer(start.get("version"))
         if version is not None:
-            values["version"] = version
+            values["version"] = version  # the event format's
+        # the Copilot CLI that wrote it (copilotVersion; a release that wrote its own in "version" as a string)
+        values["agent_version"] = R.text(start.get("copilotVersion"), 64) or R.text(start.get("version"), 64)
         raw = R.dumps({"session.start": start or None, "workspace": ws or None})
         return {sid: SessionInfo({k: v for k, v in values.items() if v is not None}, raw)}
 
@@ -373,6 +381,8 @@ class EventsParser:
     def _entry(self, eid, parent, etype, index, obj, raw, data, ts, text) -> Entry:
         custom = next((data[k] for k in ("infoType", "errorType", "hookType", "shutdownType", "reason")
                        if isinstance(data.get(k), str)), None)
+        if etype not in ENTRY_EVENTS and not (etype or "").startswith(ENTRY_EVENT_PREFIXES):
+            custom = V.UNKNOWN  # an event type the kind does not know
         preview = data.get("message") if isinstance(data.get("message"), str) else None
         row = {"entry_uuid": eid, "parent_uuid": parent, "entry_type": (etype or "unknown")[:64],
                "custom_type": R.text(custom, 128), "text_preview": R.preview(preview), "timestamp": ts, "seq": index,
@@ -443,7 +453,8 @@ def history_entries(name: str, doc: Any) -> tuple[str, list[Entry], SessionInfo]
             done.setdefault(item["callId"], item)
         raw = R.dumps(item).encode("utf-8", "surrogatepass")
         eid = P.clamp_id("tl:" + (item["id"] if isinstance(item.get("id"), str) else f"{i}-{_hash(item)[:12]}"))
-        row = {"entry_uuid": eid, "parent_uuid": None, "entry_type": ("timeline." + kind)[:64], "custom_type": None,
+        row = {"entry_uuid": eid, "parent_uuid": None, "entry_type": ("timeline." + kind)[:64],
+               "custom_type": None if kind in TIMELINE_TYPES else V.UNKNOWN,
                "text_preview": R.preview(R.text(item.get("text"))), "timestamp": ts, "seq": i, "raw_json": raw.decode()}
         entries.append(Entry(eid, None, row["entry_type"], i, item, raw, row=row))
     seen: dict[str, int] = {}
@@ -590,27 +601,6 @@ class HistoryFile(Unit):
 
 # ---------------------------------------------------------------------------
 # The kind
-
-
-def _listing(fs: FileSystem, path: str):
-    try:
-        return fs.listdir(path)
-    except OSError:
-        return None
-
-
-def _is_dir(e) -> bool:
-    try:
-        return e.is_dir()
-    except OSError:
-        return False
-
-
-def _is_file(e) -> bool:
-    try:
-        return e.is_file()
-    except OSError:
-        return False
 
 
 def _sniff(fs: FileSystem, path: str, size: int) -> bool:

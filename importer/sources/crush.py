@@ -59,7 +59,6 @@ SHELL_TOOLS = frozenset({"bash"})
 KNOWN_ROLES = {"user": V.USER, "assistant": V.ASSISTANT, "system": V.SYSTEM, "tool": V.TOOL_RESULT}
 # Titles opencode/Crush give a session before (or instead of) its generated title: placeholders.
 PLACEHOLDER_TITLES = frozenset({"New Session", "New Agent Session", "New session"})
-UNKNOWN = "unknown"  # entries.custom_type of a message of a role the kind does not know
 BAD = "bad_parts"  # ... of a message whose parts are not a JSON array
 NO_RESULTS = "no_results"  # ... of a tool message without a tool_result part
 EXIT_RE = re.compile(r"(?:^|\n)Exit code (-?\d{1,10})[ \t]*(?:\n|$)")
@@ -169,27 +168,14 @@ def _index_copy(path: str) -> None:
         conn.close()
 
 
-class Layout:
+class Layout(readonly.Layout):
     """The readable tables' columns; raises when the database is not this kind's."""
 
     def __init__(self, conn: sqlite3.Connection):
-        try:
-            names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-            self.columns = {t: {r[1] for r in conn.execute(f"PRAGMA table_info([{t}])")}
-                            for t in sorted(names & READABLE_TABLES)}
-        except sqlite3.Error as exc:
-            raise SourceError(f"cannot read the schema: {exc}") from None
+        super().__init__(conn, READABLE_TABLES)
         if not (self.has("sessions", "id", "title") and self.has("messages", "id", "session_id", "role", "parts")):
             raise SourceError("not a crush transcript: no sessions and messages (parts) tables "
                               "(an opencode.db of sst/opencode is the opencode kind's)")
-
-    def has(self, table: str, *columns: str) -> bool:
-        cols = self.columns.get(table)
-        return cols is not None and all(c in cols for c in columns)
-
-    def select(self, table: str, columns: tuple[str, ...]) -> str:
-        have = self.columns.get(table, set())
-        return ", ".join(f"[{c}]" if c in have else f"NULL AS [{c}]" for c in columns)
 
 
 SESSION_COLUMNS = ("id", "parent_session_id", "title", "message_count", "prompt_tokens", "completion_tokens", "cost",
@@ -404,7 +390,9 @@ class MessageParser:
             return [self._entry(mid, parent, seq, "crush_message", BAD, raw, ts)], {"bad": 1}
         if role not in KNOWN_ROLES:
             raw = self._raw(m, parts)
-            return [self._entry(mid, parent, seq, "crush_message", UNKNOWN, raw, ts)], {"unknown": 1}
+            # its role stays in entry_type (doctor lists it): message.<role>
+            etype = f"message.{R.text(role, 56) or '?'}"
+            return [self._entry(mid, parent, seq, etype, V.UNKNOWN, raw, ts)], {"unknown": 1}
         if role == "tool":
             return self._results(m, mid, parts, parent, seq, ts)
         blocks, finish, unknown = self._blocks(parts)

@@ -49,7 +49,6 @@ HEADERS = {b"user:": V.USER, b"assistant:": V.ASSISTANT}
 MARKER_RE = re.compile(r"^\[(Thinking|Tool call|Tool result)\](?: (.*))?$")
 ARG_RE = re.compile(r"^  ([A-Za-z_][A-Za-z0-9_.\-]*): ?(.*)$")
 QUERY_RE = re.compile(r"<user_query>\n?(.*?)\n?</user_query>", re.S)
-UNKNOWN = "unknown"  # entries.custom_type of a record the kind does not know
 BATCH = 500
 MAX_DEPTH = 64  # nested nodes followed from the root (a cycle cannot be built by hashes; a bound anyway)
 
@@ -330,15 +329,8 @@ class StoreUnit(Unit):
         return bytes(data) if not isinstance(data, str) else data.encode("utf-8")
 
     def read(self, checkpoint: Checkpoint | None):
-        with self.fs.sqlite_copy(self.path, sorted(STORE_TABLES)) as local:
-            try:
-                conn = readonly.connect(local, STORE_TABLES)
-            except SourceError as exc:
-                raise SourceError(str(exc).replace(local, self.path)) from None
-            try:
-                return (yield from self._read(conn, checkpoint))
-            finally:
-                conn.close()
+        with readonly.connect_copy(self.fs, self.path, STORE_TABLES, STORE_TABLES) as conn:
+            return (yield from self._read(conn, checkpoint))
 
     def _messages(self, conn, root_id: str, warnings: list[str]) -> tuple[list[tuple[str, bytes | None]], Any]:
         """The root's messages in order: (blob id, its bytes or None when not fetched yet), and
@@ -441,7 +433,7 @@ class StoreMessages:
             what = "missing" if data is None else ("text" if obj is None else "json")
             raw = {"index": index, "blob": blob_id, "kind": what,
                    "data": data.decode("utf-8", "replace") if data is not None and obj is None else obj}
-            return [self._entry(eid, parent, index, "cursor_blob", UNKNOWN, raw)], 1
+            return [self._entry(eid, parent, index, "cursor_blob", V.UNKNOWN, raw)], 1
         role = obj["role"]
         raw = {"index": index, "blob": blob_id, "message": obj}
         if in_progress:
@@ -451,7 +443,8 @@ class StoreMessages:
             return self._results(index, blob_id, obj, parent, raw), 0
         vocab = {"system": V.SYSTEM, "user": V.USER, "assistant": V.ASSISTANT}.get(role)
         if vocab is None:
-            return [self._entry(eid, parent, index, "cursor_message", UNKNOWN, raw)], 1
+            # its role stays in entry_type (doctor lists it): message.<role>
+            return [self._entry(eid, parent, index, f"message.{role[:56]}", V.UNKNOWN, raw)], 1
         blocks, odd = self._blocks(content)
         raw_text = _dumps(raw)
         row = R.message_row(eid, vocab, blocks=blocks, native_role=role, parent=parent, timestamp=ts, seq=index,

@@ -308,6 +308,29 @@ class FileSystem:
 LOCAL = FileSystem()
 
 
+def listing(fs: FileSystem, path: str) -> list[Listed] | None:
+    """``fs.listdir(path)``, None when it cannot be listed (gone, no permission): a probe, not an error."""
+    try:
+        return fs.listdir(path)
+    except OSError:
+        return None
+
+
+def entry_is_dir(entry: Listed) -> bool:
+    """A listed entry is a folder (False when it cannot be told: gone, a broken link)."""
+    try:
+        return entry.is_dir()
+    except OSError:
+        return False
+
+
+def entry_is_file(entry: Listed) -> bool:
+    try:
+        return entry.is_file()
+    except OSError:
+        return False
+
+
 def shown(name: str) -> str:
     """A name that is not valid UTF-8, with its bytes shown as escapes (storable, printable)."""
     return os.fsencode(name).decode("utf-8", "backslashreplace")

@@ -65,7 +65,7 @@ _UUID_RE = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F
 _SESSION_NAME_RE = re.compile(r"^session-\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-(?P<id>[0-9a-fA-F]{8})")
 _CHECKPOINT_NAME_RE = re.compile(r"^(?P<d>\d{4}-\d{2}-\d{2})T(?P<h>\d{2})-(?P<m>\d{2})-(?P<s>\d{2})_(?P<ms>\d{3})Z-")
 _EXIT_CODE_RE = re.compile(rb"^Exit Code: (-?\d{1,10})\s*$", re.M)
-_QWEN_TYPE = re.compile(rb'"type"\s*:\s*"qwen"')
+QWEN_TYPE = re.compile(rb'"type"\s*:\s*"qwen"')  # a Qwen Code model message (its old layout is this format)
 _GEMINI_TYPE = re.compile(rb'"type"\s*:\s*"gemini"')
 
 
@@ -285,7 +285,7 @@ class ChatMessages:
         elif kind == "user" or kind in NOTICE_TYPES:
             out = [self._plain(eid, parent, kind, m, seq, when, approximate)]
         else:
-            out = [self.other(eid, parent, kind or "unknown", m, seq)]
+            out = [self.other(eid, parent, kind or V.UNKNOWN, m, seq, unknown=True)]
         # A copy written again continues the chain only if nothing came after its first copy.
         if not again or self.last in (tail, None):
             self.last = out[-1].entry_id
@@ -295,10 +295,12 @@ class ChatMessages:
             self.recent.pop(next(iter(self.recent)))
         return out
 
-    def other(self, eid: str, parent: str | None, etype: str, obj, seq: int) -> P.Entry:
-        """An entry (not a message): a record of a type this module does not know, or a bookkeeping line."""
+    def other(self, eid: str, parent: str | None, etype: str, obj, seq: int, unknown: bool = False) -> P.Entry:
+        """An entry (not a message): a record of a type this module does not know (``unknown``: its
+        ``custom_type`` says so, vocabulary.UNKNOWN), or a bookkeeping line."""
         raw = _raw(obj)
-        row = {"entry_uuid": eid, "parent_uuid": parent, "entry_type": etype[:64], "custom_type": None,
+        row = {"entry_uuid": eid, "parent_uuid": parent, "entry_type": etype[:64],
+               "custom_type": V.UNKNOWN if unknown else None,
                "text_preview": None, "timestamp": P.format_timestamp(obj.get("timestamp")) if isinstance(obj, dict)
                else None, "seq": seq, "raw_json": raw.decode("utf-8", "replace")}
         return P.Entry(eid, parent, etype[:64], seq, obj if isinstance(obj, dict) else {}, raw, row=row)
@@ -376,7 +378,7 @@ def session_uuid_of(session_id, stem: str, folder: str | None) -> str:
 def looks_like_gemini(head: bytes) -> bool:
     """Whether a file's first bytes read as a Gemini CLI chat (not a Qwen Code one, whose old
     layout is the same with ``type: "qwen"``)."""
-    if _QWEN_TYPE.search(head):
+    if QWEN_TYPE.search(head):
         return False
     h = head.lstrip()
     if not h.startswith(b"{"):

@@ -65,6 +65,8 @@ REQUIRED = ("session", "message", "part")
 
 # Part types folded into messages; any other is kept as an entry (entry_type ``part.<type>``).
 KNOWN_PARTS = frozenset({"text", "reasoning", "tool", "step-start", "step-finish"})
+# Part types kept as entries (never a row's content): known, so not counted as unknown records.
+ENTRY_PARTS = frozenset({"file", "patch", "snapshot", "agent", "subtask", "compaction", "retry"})
 DONE = ("completed", "error")  # tool states that have a result
 PLACEHOLDER_TITLE = re.compile(r"^(?:New session|Child session) - \d{4}-\d\d-\d\dT")
 MAX_JSON_BYTES = 64 * 1024 * 1024
@@ -165,16 +167,18 @@ class SessionParser:
             self._user(msg, parts, created)
         elif role == "assistant":
             self._assistant(msg, parts, created)
-        else:  # a role this module does not know: kept, not a message
-            self._entry(P.clamp_id(msg.id), "message.unknown", info, R.dumps({"message": info}).encode(), created,
-                        custom=R.text(role, 128))
+        else:  # a role this module does not know: kept, not a message, marked (docs/sources.md, "Unknown records")
+            self._entry(P.clamp_id(msg.id), f"message.{R.text(role) or '?'}", info, R.dumps({"message": info}).encode(),
+                        created, custom=V.UNKNOWN)
             for part in parts:
                 self._part_entry(part, created)
 
     def _part_entry(self, part: Item, ts: str | None) -> None:
         kind = R.text(part.data.get("type")) or "?"
         when = _time(_dict(part.data.get("time")).get("start")) or ts
-        self._entry(P.clamp_id(part.id), f"part.{kind}", part.data, R.dumps({"part": part.data}).encode(), when)
+        known = kind in KNOWN_PARTS or kind in ENTRY_PARTS
+        self._entry(P.clamp_id(part.id), f"part.{kind}", part.data, R.dumps({"part": part.data}).encode(), when,
+                    custom=None if known else V.UNKNOWN)
 
     def _user(self, msg: Item, parts: list[Item], created: str | None) -> None:
         info = msg.data
@@ -314,7 +318,7 @@ class SessionParser:
 
 
 def session_values(*, directory: str | None, parent: str | None, title: Any, created: Any,
-                   archived: Any = None, worktree: str | None = None, model: Any = None) -> dict:
+                   archived: Any = None, worktree: str | None = None, model: Any = None, version: Any = None) -> dict:
     title = R.text(title)
     cwd = P.cut_str(directory, 512)
     values = {"cwd": cwd, "project": _project(worktree if worktree not in (None, "", "/") else cwd),
@@ -324,6 +328,8 @@ def session_values(*, directory: str | None, parent: str | None, title: Any, cre
         values["parent_session_uuid"] = P.clamp_id(parent)
     if R.integer(archived):
         values["archived_at"] = _time(archived)
+    if R.text(version):
+        values["agent_version"] = R.text(version, 64)  # the OpenCode that wrote the session
     m = _dict(model)
     if m:
         values["model"] = R.text(m.get("id") or m.get("modelID"), 128)
@@ -335,28 +341,14 @@ def session_values(*, directory: str | None, parent: str | None, title: Any, cre
 # The database
 
 
-class Layout:
+class Layout(readonly.Layout):
     """The readable tables present and their columns."""
 
     def __init__(self, conn: sqlite3.Connection):
-        try:
-            names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-            self.columns = {t: {r[1] for r in conn.execute(f"PRAGMA table_info([{t}])")}
-                            for t in sorted(names & READABLE)}
-        except sqlite3.Error as exc:
-            raise SourceError(f"cannot read the schema: {exc}") from None
+        super().__init__(conn, READABLE)
         if not (self.has("session", "id") and self.has("message", "id", "session_id", "data")
                 and self.has("part", "id", "message_id", "session_id", "data")):
             raise SourceError("not an OpenCode (sst/opencode) database: no session, message and part tables")
-
-    def has(self, table: str, *columns: str) -> bool:
-        cols = self.columns.get(table)
-        return cols is not None and all(c in cols for c in columns)
-
-    def select(self, table: str, columns: tuple[str, ...], alias: str = "") -> str:
-        have = self.columns.get(table, set())
-        prefix = f"{alias}." if alias else ""
-        return ", ".join(f"{prefix}[{c}]" if c in have else f"NULL AS [{c}]" for c in columns)
 
 
 SESSION_COLUMNS = ("id", "project_id", "parent_id", "slug", "directory", "title", "version", "time_created",
@@ -374,22 +366,15 @@ class OpencodeDB(Container):
 
     @contextmanager
     def open(self) -> Iterator[Opened]:
-        with self.fs.sqlite_copy(self.path, list(READ_TABLES)) as local:
+        with readonly.connect_copy(self.fs, self.path, READ_TABLES, READABLE) as conn:
             try:
-                conn = readonly.connect(local, READABLE)
+                layout = Layout(conn)
+                units = self._units(conn, layout)
             except SourceError as exc:
-                raise SourceError(str(exc).replace(local, self.path)) from None
-            try:
-                try:
-                    layout = Layout(conn)
-                    units = self._units(conn, layout)
-                except SourceError as exc:
-                    raise SourceError(f"{self.path}: {exc}") from None
-                except sqlite3.Error as exc:
-                    raise SourceError(f"{self.path}: cannot list the sessions: {exc}") from None
-                yield Opened(units)
-            finally:
-                conn.close()
+                raise SourceError(f"{self.path}: {exc}") from None
+            except sqlite3.Error as exc:
+                raise SourceError(f"{self.path}: cannot list the sessions: {exc}") from None
+            yield Opened(units)
 
     def _units(self, conn: sqlite3.Connection, layout: Layout) -> list[Unit]:
         agent = self.scope.agent or AGENT
@@ -540,7 +525,7 @@ class SessionUnit(Unit):
         values = session_values(directory=R.text(v["directory"]), parent=R.text(v["parent_id"]),
                                 title=v["title"], created=v["time_created"], archived=v["time_archived"],
                                 worktree=R.text(self.worktree), model=_load(v["model"].encode())
-                                if isinstance(v["model"], str) else None)
+                                if isinstance(v["model"], str) else None, version=v["version"])
         if self.spawned_by and values.get("parent_session_uuid"):
             values["parent_call_id"] = self.spawned_by[:255]
         return entries, Outcome(new, {sid: SessionInfo(values, R.dumps(self.header))}, bad=bad, bytes_read=read,
@@ -625,7 +610,8 @@ class StorageSession(Unit):
             yield Batch(sid, parser.entries)
         t = _dict(info.get("time"))
         values = session_values(directory=R.text(info.get("directory")), parent=R.text(info.get("parentID")),
-                                title=info.get("title"), created=t.get("created"), archived=t.get("archived"))
+                                title=info.get("title"), created=t.get("created"), archived=t.get("archived"),
+                                version=info.get("version"))
         new = Checkpoint(status="success", token=self.token, offset=self.size, lines=parser.seq, bad_lines=bad,
                          entries_read=len(parser.entries), session_uuid=sid)
         header = {**info, "time": {k: x for k, x in t.items() if k != "updated"}} if t else info

@@ -36,8 +36,9 @@ from .. import rows as R
 from .. import vocabulary as V
 from ..parser import ChunkResult, Entry, ParseState
 from ..units import Batch, Checkpoint, NotATranscript, Outcome, SessionInfo, SourceError, Unit
+from . import gemini_cli as G
 from .base import Discovery, Scope, Source
-from .fs import FileSystem
+from .fs import FileSystem, entry_is_dir as _is_dir, listing as _listing
 from .reader import read_lines
 
 KIND = "qwen-code"
@@ -48,6 +49,7 @@ TMP = "tmp"
 CHATS = "chats"
 SHELL_TOOLS = frozenset({"run_shell_command"})
 CHAT_TYPES = frozenset({"user", "assistant", "tool_result", "system"})
+OLD_NOTICE_TYPES = G.NOTICE_TYPES  # an old session's info, warning, error: known, kept as entries
 PREFETCH_LIMIT = 8 * 1024 * 1024
 MAX_BYTES = 256 * 1024 * 1024  # an old session or saved chat is parsed whole: larger files are refused
 SNIFF_BYTES = 64 * 1024
@@ -56,10 +58,8 @@ CONTEXT_SETUP = ("This is the Qwen Code.", "This is the Gemini CLI.")
 CANNED_REPLY = "Got it. Thanks for the context!"
 REMINDER_RE = re.compile(r"^\s*<system-reminder>.*?</system-reminder>\s*", re.S)
 MAIN_PROMPT_RE = re.compile(r"^#+\d+$")
-EXIT_RE = re.compile(r"^Exit Code: *(-?\d+)", re.M)
 _HASH_RE = re.compile(r"^[0-9a-f]{64}$")
 _SESSION_NAME_RE = re.compile(r"^session-.*\.json$")
-_QWEN_TYPE_RE = re.compile(rb'"type"\s*:\s*"qwen"')
 
 
 # ---------------------------------------------------------------------------
@@ -100,7 +100,7 @@ def looks_like_session_json(head: bytes) -> bool:
     """An old session file (Gemini CLI's ``.json`` form) with a Qwen model reply in its head."""
     start = head.lstrip()[:1]
     return (start == b"{" and b'"sessionId"' in head and b'"messages"' in head
-            and bool(_QWEN_TYPE_RE.search(head)))
+            and bool(G.QWEN_TYPE.search(head)))
 
 
 def is_checkpoint_name(name: str) -> bool:
@@ -217,11 +217,11 @@ def response_text(response: Any) -> tuple[str, bool]:
 
 
 def exit_code_of(tool: str | None, output: str) -> int | None:
-    """The exit code a shell call's output says (``Exit Code: N``; ``(none)`` is none)."""
+    """The exit code a shell call's output says (``Exit Code: N``; ``(none)`` is none): Qwen's shell
+    tool is Gemini CLI's, its output read as Gemini's (the last such line)."""
     if tool not in SHELL_TOOLS:
         return None
-    found = EXIT_RE.findall(output[-8192:])  # the last one: Qwen writes it after the command's output
-    return int(found[-1]) if found else None
+    return G.shell_exit_code([{"type": "text", "text": output[-8192:]}])
 
 
 def _entry_row(entry_id: str, parent: str | None, etype: str, custom: str | None, preview: Any,
@@ -265,8 +265,9 @@ def _calls(row: dict, blocks: list) -> list[dict]:
 class ChatParser:
     """Incremental parser of one chat log (see the module docstring); the ``feed`` protocol of
     ``parser.TranscriptParser``. Pure: bytes in, entries out. ``state.extra`` carries across runs
-    the session's values (``info``: cwd, project, start, model) and its raw id (``sid``). A line's
-    ``version`` (which can change inside one file) decides nothing: it stays in the line's ``raw_json``."""
+    the session's values (``info``: cwd, project, start, model, the agent version) and its raw id (``sid``).
+    A line's ``version`` can change inside one file (a CLI updated mid-session): the session's
+    ``agent_version`` is the latest line's; each line keeps its own in ``raw_json``."""
 
     # Entry types that make a file a chat log (a file of only unknown records is not one).
     known_types = frozenset({"message", "system"})
@@ -360,12 +361,11 @@ class ChatParser:
                                       "tool_result")
         elif etype == "system":
             entries = [self._system(entry_id, parent, index, obj, raw, ts)]
-        else:  # a record type this reader does not know: kept as an entry
+        else:  # a record type this reader does not know: kept as an entry, marked (docs/sources.md)
             name = obj.get("type")
-            name = name[:64] if isinstance(name, str) and name and etype is not None else "unknown"
+            name = name[:64] if isinstance(name, str) and name and etype is not None else V.UNKNOWN
             entries = [Entry(entry_id, parent, name, index, obj, raw,
-                             row=_entry_row(entry_id, parent, name, R.text(obj.get("subtype"), 128), None, ts, index,
-                                            raw))]
+                             row=_entry_row(entry_id, parent, name, V.UNKNOWN, None, ts, index, raw))]
         result.entries.extend(entries)
         st.last_entry_id = entries[-1].entry_id
         return True
@@ -379,6 +379,8 @@ class ChatParser:
             info["started_at"] = P.format_timestamp(obj.get("timestamp"))
         if obj.get("type") == "assistant" and isinstance(obj.get("model"), str):
             info["model"] = obj["model"][:128]
+        if isinstance(obj.get("version"), str) and obj["version"]:
+            info["agent_version"] = obj["version"][:64]  # the Qwen Code that wrote the latest line
 
     def _system(self, entry_id: str, parent: str | None, index: int, obj: dict, raw: bytes, ts: str | None) -> Entry:
         """A ``system`` record: an entry, except a sub-agent's ``api_response`` telemetry, which is
@@ -493,11 +495,11 @@ def old_session_entries(doc: dict, sid: str) -> tuple[list[Entry], int]:
                 new += _result_entries(owner, new[-1].entry_id, index, m, raw, responses,
                                        P.format_timestamp(call.get("timestamp")) or ts, R.text(call.get("status")),
                                        block["id"], "toolCall.result")
-        else:  # info, error and any other type: kept as an entry
-            name = mtype[:64] if isinstance(mtype, str) and mtype else "unknown"
+        else:  # info, error and any other type: kept as an entry (another type marked unknown)
+            name = mtype[:64] if isinstance(mtype, str) and mtype else V.UNKNOWN
             new = [Entry(mid, parent, name, index, m, raw,
-                         row=_entry_row(mid, parent, name, None, content if isinstance(content, str) else None, ts,
-                                        index, raw))]
+                         row=_entry_row(mid, parent, name, None if mtype in OLD_NOTICE_TYPES else V.UNKNOWN,
+                                        content if isinstance(content, str) else None, ts, index, raw))]
         entries += new
         parent = new[-1].entry_id
     return entries, bad
@@ -541,9 +543,9 @@ def checkpoint_entries(items: list, ts: str | None) -> tuple[list[Entry], int]:
             new = [Entry(eid, parent, "message", index, item, raw, row=row, calls=_calls(row, blocks),
                          shell_tools=SHELL_TOOLS)]
         else:
-            name = (role[:64] if isinstance(role, str) and role else "unknown")
-            new = [Entry(eid, parent, name, index, item, raw, row=_entry_row(eid, parent, name, None, None, ts, index,
-                                                                            raw))]
+            name = (role[:64] if isinstance(role, str) and role else V.UNKNOWN)
+            new = [Entry(eid, parent, name, index, item, raw, row=_entry_row(eid, parent, name, V.UNKNOWN, None, ts,
+                                                                            index, raw))]
         entries += new
         parent = new[-1].entry_id
     return entries, bad
@@ -707,20 +709,6 @@ SOURCE = QwenCodeSource()
 
 # ---------------------------------------------------------------------------
 # The layout
-
-
-def _listing(fs: FileSystem, path: str):
-    try:
-        return fs.listdir(path)
-    except OSError:
-        return None
-
-
-def _is_dir(entry) -> bool:
-    try:
-        return entry.is_dir()
-    except OSError:
-        return False
 
 
 def _inside_home(fs: FileSystem, path: str) -> bool:

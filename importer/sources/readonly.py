@@ -21,7 +21,8 @@ from __future__ import annotations
 import os
 import sqlite3
 import urllib.parse
-from typing import Callable
+from contextlib import contextmanager
+from typing import Callable, Iterator
 
 from ..units import SourceError
 
@@ -72,6 +73,44 @@ def connect(path: str | os.PathLike, readable: frozenset[str], timeout: float | 
             return _open(uri + "&immutable=1", timeout, check)
         except sqlite3.Error as exc2:
             raise error(f"cannot open {path} read-only: {exc2}") from None
+
+
+@contextmanager
+def connect_copy(fs, path: str, tables, readable: frozenset[str]) -> Iterator[sqlite3.Connection]:
+    """``connect`` to ``fs.sqlite_copy`` of the database at ``path`` (its ``tables``: the file itself
+    on this machine, a consistent copy from another server): errors name ``path``, never the copy;
+    the connection is closed on leaving."""
+    with fs.sqlite_copy(path, sorted(tables)) as local:
+        try:
+            conn = connect(local, readable)
+        except SourceError as exc:
+            raise SourceError(str(exc).replace(local, path)) from None
+        try:
+            yield conn
+        finally:
+            conn.close()
+
+
+class Layout:
+    """The columns of the tables of ``readable`` a database has (a kind's schema check is its
+    subclass's): which are there, and a select list that reads a missing column as NULL."""
+
+    def __init__(self, conn: sqlite3.Connection, readable: frozenset[str]):
+        try:
+            names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            self.columns = {t: {r[1] for r in conn.execute(f"PRAGMA table_info([{t}])")}
+                            for t in sorted(names & readable)}
+        except sqlite3.Error as exc:
+            raise SourceError(f"cannot read the schema: {exc}") from None
+
+    def has(self, table: str, *columns: str) -> bool:
+        cols = self.columns.get(table)
+        return cols is not None and all(c in cols for c in columns)
+
+    def select(self, table: str, columns: tuple[str, ...], alias: str = "") -> str:
+        have = self.columns.get(table, set())
+        prefix = f"{alias}." if alias else ""
+        return ", ".join(f"{prefix}[{c}]" if c in have else f"NULL AS [{c}]" for c in columns)
 
 
 def _open(uri: str, timeout: float, check: Callable[..., int]) -> sqlite3.Connection:
