@@ -505,7 +505,7 @@ def tool_call_rows(entry: Entry, row: dict, shell_tools: frozenset) -> list[dict
     message = entry.obj.get("message")
     if not isinstance(message, dict):
         return []
-    return R.tool_call_rows(_blocks(message.get("content")), row["timestamp"], shell_tools)
+    return R.tool_call_rows(_blocks(message.get("content")), row["timestamp"], shell_tools, role=row["role"])
 
 
 def entry_preview(obj: dict) -> str | None:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import Any, Collection
 
 import orjson
 
@@ -173,14 +173,18 @@ _DERIVE = object()
 def message_row(uuid: str, role: str, *, blocks: list | None = None, content: Any = _DERIVE,
                 native_role: str | None = None, parent: str | None = None, timestamp: str | None = None,
                 seq: int | None = None, raw_json: str | None = None, text_preview: Any = _DERIVE,
-                thinking: Any = _DERIVE, **fields: Any) -> dict:
+                thinking: Any = _DERIVE, preview_else: str | None = None, **fields: Any) -> dict:
     """The ``messages`` row of one message (every key, so the rows of a batch share one INSERT).
 
     ``role``: one of the vocabulary's four words; ``native_role`` the kind's own.
     ``blocks``: the message's content as pi-style blocks (None: a row without content);
     ``content``: what ``content_blocks`` keeps when it is not ``blocks`` as they are
     (a kind whose content is a string, say; None: no content). ``text_preview`` and
-    ``thinking`` (``thinking_text``) are derived from the blocks unless given.
+    ``thinking`` (``thinking_text``) are derived from the blocks unless given;
+    ``preview_else``: the text that stands for the message when its content gives no preview, or an
+    empty one (a tool call's command, a tool's status), made a preview the same way.
+    The tool-call columns count the ``toolCall`` blocks of an ``assistant`` row (in a row of
+    another role such a block is content, no call: :func:`tool_call_rows` makes none for it either).
     ``fields``: any other column (usage, model, tool result, flags); a name that is not a
     column is an error. Flags become 0/1; a string column keeps a string (cut to its schema
     width) or None.
@@ -189,7 +193,9 @@ def message_row(uuid: str, role: str, *, blocks: list | None = None, content: An
         raise ValueError(f"role {role!r} is not one of the vocabulary's {V.ROLES}")
     row = dict(_DEFAULTS)
     listed = blocks if blocks is not None else []
-    tools = [b for b in listed if isinstance(b, dict) and b.get("type") == "toolCall"]
+    # A tool call is on the assistant row that made it (docs/vocabulary.md): a toolCall block in a
+    # row of another role stays in its content and is no call.
+    tools = [b for b in listed if isinstance(b, dict) and b.get("type") == "toolCall"] if role == V.ASSISTANT else []
     has_thinking = False
     first_thinking = None
     for b in listed:
@@ -212,6 +218,8 @@ def message_row(uuid: str, role: str, *, blocks: list | None = None, content: An
         "is_context": int(role == V.SYSTEM),
         "timestamp": timestamp, "seq": seq, "raw_json": raw_json,
     })
+    if not row["text_preview"] and preview_else is not None:
+        row["text_preview"] = preview(text(preview_else))
     for name, value in fields.items():
         if name not in row:
             raise TypeError(f"messages has no column {name!r}")
@@ -240,11 +248,16 @@ def _preview_of(content: Any, blocks: list | None) -> str | None:
 
 
 def tool_call_rows(blocks: list | None, timestamp: str | None, shell_tools: frozenset,
-                   commands: dict | None = None) -> list[dict]:
+                   commands: dict | None = None, truncated: Collection[str] = (),
+                   role: str = V.ASSISTANT) -> list[dict]:
     """One ``tool_calls`` row per ``toolCall`` block (``block_index``: its place among all
     the blocks). A call of one of ``shell_tools`` (the kind's one list) gets its command: a
     string ``arguments.command``, or ``commands[block_index]`` where the kind gives it (a
-    command written as a list, say); no other call gets one."""
+    command written as a list, say); no other call gets one. ``truncated``: the call ids
+    whose result the source cut (``is_truncated``). ``role``: the message's; a row of another
+    role than ``assistant`` makes no call (as :func:`message_row` counts none)."""
+    if role != V.ASSISTANT:
+        return []
     out = []
     for index, block in enumerate(blocks or ()):
         if not isinstance(block, dict) or block.get("type") != "toolCall":
@@ -257,12 +270,14 @@ def tool_call_rows(blocks: list | None, timestamp: str | None, shell_tools: froz
                 command = commands[index]
             elif isinstance(arguments, dict):
                 command = text(arguments.get("command"))
+        call_id = text(block.get("id"), 255)
         out.append({
             "block_index": index,
-            "call_id": text(block.get("id"), 255),
+            "call_id": call_id,
             "tool_name": name,
             "arguments": dumps(arguments) if "arguments" in block else None,
             "command": command,
             "timestamp": timestamp,
+            "is_truncated": int(call_id is not None and call_id in truncated),
         })
     return out

@@ -14,6 +14,9 @@ PACKAGE = REPO / "importer"
 
 # The stages under the kinds: none of them may import importer.sources.
 BELOW_THE_KINDS = ("importer.units", "importer.parser", "importer.writer", "importer.store")
+# The stages that read what the kinds yield: no kind imports them.
+ABOVE_THE_KINDS = ("importer.shape", "importer.snapshot", "importer.derived", "importer.writer", "importer.store",
+                   "importer.pipeline", "importer.sync", "importer.cli")
 # Helpers only the kinds use.
 KIND_HELPERS = ("importer.sources.reader", "importer.sources.openclaw_db", "importer.sources.readonly")
 # Circles allowed for now: none (the snapshot/ package broke export <-> redact, snapshot/redaction.py
@@ -79,6 +82,16 @@ def test_nothing_below_the_kinds_reaches_up_into_sources():
     graph = _graph()
     up = sorted((m, t) for m, targets in graph.items() if _within(m, BELOW_THE_KINDS)
                 for t in targets if _within(t, ("importer.sources",)))
+    assert up == []
+
+
+def test_the_kinds_reach_no_stage_above_them():
+    """A kind declares its rows (rows.py) and its snapshot tables (tables.py, the ground floor) with
+    what stands below it: never with the stages that read what it yields."""
+    graph = _graph()
+    assert graph["importer.tables"] == set()
+    up = sorted((m, t) for m, targets in graph.items() if _within(m, ("importer.sources",))
+                for t in targets if _within(t, ABOVE_THE_KINDS))
     assert up == []
 
 

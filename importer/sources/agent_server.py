@@ -44,8 +44,9 @@ from typing import Any, Iterator
 import orjson
 
 from .. import parser as P
+from .. import rows as R
 from .. import vocabulary as V
-from ..shape import Table
+from ..tables import Table
 from ..units import Batch, Checkpoint, Container, Opened, Outcome, SessionInfo, SourceError, Unit
 from .base import Discovery, Scope, Source
 from . import readonly
@@ -182,29 +183,6 @@ class Layout:
 # Small, total conversions
 
 
-def _text(value: Any, limit: int | None = None) -> str | None:
-    if not isinstance(value, str):
-        return None
-    return value if limit is None else value[:limit]
-
-
-def _int(value: Any) -> int | None:
-    if isinstance(value, bool):
-        return int(value)
-    if isinstance(value, int):
-        return value if -(2**63) <= value < 2**63 else None
-    if isinstance(value, float) and value == value and abs(value) < 2**63:
-        return int(value)
-    return None
-
-
-def _num(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    f = float(value)
-    return f if f == f and f not in (float("inf"), float("-inf")) else None
-
-
 def _dict(value: Any) -> dict:
     return value if isinstance(value, dict) else {}
 
@@ -214,11 +192,7 @@ def _list(value: Any) -> list:
 
 
 def _time(ms: Any) -> str | None:
-    return P.format_timestamp(ms) if _int(ms) is not None else None
-
-
-def _dumps(value: Any) -> str:
-    return P._dumps(value)
+    return P.format_timestamp(ms) if R.integer(ms) is not None else None
 
 
 def _digest(*parts: Any) -> str:
@@ -269,7 +243,7 @@ class Event:
         # The row as it is stored (columns in table order), the payload's JSON kept as written.
         self.raw = (b'{"session_id":' + orjson.dumps(session_id) + b',"seq":' + orjson.dumps(seq)
                     + b',"run_id":' + orjson.dumps(self.run_id) + b',"type":' + orjson.dumps(self.type)
-                    + b',"payload":' + text + b',"ts":' + orjson.dumps(_int(ts)) + b"}")
+                    + b',"payload":' + text + b',"ts":' + orjson.dumps(R.integer(ts)) + b"}")
 
 
 def _claude_blocks(content: Any) -> list:
@@ -356,8 +330,8 @@ class _Tool:
         # The call's id in the archive (tool_calls.call_id = the result's tool_call_id): the first id
         # named (a Claude block's id, as its toolCall block carries; else toolCallId, else item.id).
         self.call_id = ids[0] if ids else None
-        self.name = _text(payload.get("tool"), 128) or _text(self.item.get("type"), 128)
-        self.kind = _text(payload.get("kind"))
+        self.name = R.text(payload.get("tool"), 128) or R.text(self.item.get("type"), 128)
+        self.kind = R.text(payload.get("kind"))
 
     def call_blocks(self) -> list:
         """The tool call as toolCall blocks (Claude: the tool_use block(s) of the message)."""
@@ -380,15 +354,10 @@ class _Tool:
             args = {k: v for k, v in item.items() if k not in ("type", "id", "status")}
         return [{"type": "toolCall", "id": self.call_id, "name": self.name, "arguments": args}]
 
-    def command(self, block: dict) -> str | None:
-        if _text(block.get("name")) not in SHELL_TOOLS:
-            return None
-        return _text(_dict(block.get("arguments")).get("command"))
-
     def result(self) -> tuple[list, bool, int | None, int | None]:
         """(content blocks, is_error, exit code, duration ms) of a tool.completed."""
         payload = self.payload
-        exit_code = _int(payload.get("exitCode"))
+        exit_code = R.integer(payload.get("exitCode"))
         duration = None
         if self.claude:
             result = {}
@@ -400,27 +369,27 @@ class _Tool:
             failed = result.get("is_error") is True
             detail = payload.get("tool_use_result")
             if isinstance(detail, dict):
-                duration = _int(detail.get("durationMs"))
+                duration = R.integer(detail.get("durationMs"))
         else:
             item = self.item
             kind = item.get("type")
             status = item.get("status")
             failed = status in ("failed", "declined") or item.get("error") is not None
-            duration = _int(item.get("durationMs"))
+            duration = R.integer(item.get("durationMs"))
             if exit_code is None and kind == "commandExecution":
-                exit_code = _int(item.get("exitCode"))
+                exit_code = R.integer(item.get("exitCode"))
             text = None
             if kind == "commandExecution":
-                text = _text(item.get("aggregatedOutput"))
+                text = R.text(item.get("aggregatedOutput"))
             elif kind == "mcpToolCall":
                 parts = _texts(_dict(item.get("result")).get("content"))
                 error = _dict(item.get("error")).get("message")
-                text = "\n".join(parts) if parts else _text(error)
+                text = "\n".join(parts) if parts else R.text(error)
             elif kind == "fileChange":
                 paths = [c.get("path") for c in _list(item.get("changes")) if isinstance(c, dict)]
                 text = f"{status}: " + ", ".join(p for p in paths if isinstance(p, str)) if status else None
             elif kind == "webSearch":
-                text = _text(_dict(item.get("action")).get("query")) or _text(item.get("query"))
+                text = R.text(_dict(item.get("action")).get("query")) or R.text(item.get("query"))
             blocks = [{"type": "text", "text": text}] if text is not None else []
         if exit_code is not None and exit_code != 0:
             failed = True
@@ -430,40 +399,17 @@ class _Tool:
 def _message_row(entry_id: str, parent: str | None, role: str, blocks: list | None, *, seq: int | None,
                  ts: str | None, raw: bytes, provider: str | None, model: str | None, preview: str | None = None,
                  native: str | None = None, **values) -> dict:
-    """``role``: the vocabulary's (docs/vocabulary.md); ``native``: the event's type."""
-    """A complete messages row (every row of a batch has the same keys)."""
-    tool_blocks = [b for b in blocks or () if isinstance(b, dict) and b.get("type") == "toolCall"]
-    thinking = None
-    for b in blocks or ():
-        if isinstance(b, dict) and b.get("type") == "thinking":
-            thinking = _text(b.get("thinking")) or ""
-            break
-    row = {
-        "message_uuid": entry_id, "parent_message_uuid": parent, "role": role, "native_role": native,
-        "content_blocks": _dumps(blocks) if blocks is not None else None,
-        "text_preview": (P.text_preview({"content": blocks}) if blocks else None) or preview,
-        "first_tool_call": _text(tool_blocks[0].get("name"), 128) if tool_blocks else None,
-        "tool_call_count": len(tool_blocks),
-        "tool_calls_json": _dumps(tool_blocks) if tool_blocks else None,
-        "thinking_text": thinking, "has_thinking": int(thinking is not None), "has_tool_calls": int(bool(tool_blocks)),
-        "is_error": 0, "is_synthetic": 0, "provider": provider, "model": model, "api": None, "stop_reason": None,
-        "error_message": None, "tool_call_id": None, "tool_name": None, "exit_code": None, "duration_ms": None,
-        "timestamp": ts, "seq": seq, "call_key": None, "input_tokens": None, "output_tokens": None,
-        "cache_read_tokens": None, "cache_write_tokens": None, "total_tokens": None, "cost_usd": None,
-        "cost_source": None, "cache_write_5m_tokens": None, "cache_write_1h_tokens": None, "is_context": 0,
-        "time_approximate": 0, "usage_invalid": 0, "raw_json": raw.decode("utf-8", "replace"),
-    }
-    row.update(values)
-    if row["text_preview"] is not None:
-        row["text_preview"] = P.cut_text(P.strip_html(row["text_preview"][: P.PREVIEW_CHARS * 8]))
-    return row
+    """The ``messages`` row of an event or a run (rows.message_row). ``role``: the vocabulary's
+    (docs/vocabulary.md); ``native``: the event's type; ``preview``: what stands for a row whose
+    blocks give no preview."""
+    return R.message_row(entry_id, role, blocks=blocks, native_role=native, parent=parent, timestamp=ts, seq=seq,
+                         raw_json=raw.decode("utf-8", "replace"), preview_else=preview, provider=provider,
+                         model=model, **values)
 
 
 def _entry_row(entry_id: str, parent: str | None, ev: Event, custom: str | None, preview: str | None) -> dict:
-    if preview is not None:
-        preview = P.cut_text(P.strip_html(preview[: P.PREVIEW_CHARS * 8]))
     return {"entry_uuid": entry_id, "parent_uuid": parent, "entry_type": ev.type[:64] or None,
-            "custom_type": custom, "text_preview": preview, "timestamp": _time(ev.ts), "seq": ev.seq,
+            "custom_type": custom, "text_preview": R.preview(preview), "timestamp": _time(ev.ts), "seq": ev.seq,
             "raw_json": ev.raw.decode("utf-8", "replace")}
 
 
@@ -479,8 +425,8 @@ class SessionContext:
     """A session's provider and model: what the events are read with."""
 
     def __init__(self, provider: str | None, model: str | None):
-        self.provider = _text(provider, 64)
-        self.model = _text(model, 128)
+        self.provider = R.text(provider, 64)
+        self.model = R.text(model, 128)
         self.claude = provider != "codex"
 
     def entry(self, ev: Event, parent: str | None, completion: dict | None = None,
@@ -507,9 +453,9 @@ class SessionContext:
             else:
                 message = _dict(p.get("message"))
                 blocks = _claude_blocks(message.get("content"))
-                model = _text(message.get("model"), 128) or self.model
+                model = R.text(message.get("model"), 128) or self.model
             row = _message_row(eid, parent, V.ASSISTANT, blocks, native=t, **{**common, "model": model},
-                               stop_reason=_text(_dict(p.get("message")).get("stop_reason"), 64))
+                               stop_reason=R.text(_dict(p.get("message")).get("stop_reason"), 64))
             return _entry(eid, parent, "message", ev.seq, ev.raw, row)
         if t == "reasoning":
             if item:
@@ -526,21 +472,14 @@ class SessionContext:
                                  f"{tool.name or 'tool'} call started, never completed")
                 return _entry(eid, parent, t, ev.seq, ev.raw, row, derived=b"open")
             blocks = tool.call_blocks()
-            calls = []
-            for index, block in enumerate(blocks):
-                if not isinstance(block, dict) or block.get("type") != "toolCall":
-                    continue
-                call_id = _text(block.get("id"), 255)
-                calls.append({"block_index": index, "call_id": call_id, "tool_name": _text(block.get("name"), 128),
-                              "arguments": _dumps(block.get("arguments")), "command": tool.command(block),
-                              "timestamp": ts,
-                              "is_truncated": int(bool(completion.get("truncated")) and call_id == tool.call_id)})
+            calls = R.tool_call_rows(blocks, ts, SHELL_TOOLS,
+                                     truncated={tool.call_id} if completion.get("truncated") else ())
             row = _message_row(eid, parent, V.ASSISTANT, blocks, native=t, **common)
             return _entry(eid, parent, "message", ev.seq, ev.raw, row, calls)
         if t == "tool.completed":
             tool = _Tool(p, self.claude)
             blocks, failed, exit_code, duration = tool.result()
-            status = _text(item.get("status")) or ("error" if failed else "completed")
+            status = R.text(item.get("status")) or ("error" if failed else "completed")
             row = _message_row(eid, parent, V.TOOL_RESULT, blocks, native=t, **common,
                                preview=f"{tool.name or 'tool'} {status}", tool_call_id=call_id or tool.call_id,
                                tool_name=tool.name, exit_code=exit_code, duration_ms=duration, is_error=int(failed))
@@ -557,20 +496,20 @@ class SessionContext:
             event = _dict(p.get("event"))
             if delta is None and event:
                 delta = _dict(event.get("delta")).get("text")
-            return None, _text(delta)
+            return None, R.text(delta)
         if t == "run.started":
             turn = _dict(p.get("turn"))
-            return None, _text(p.get("model")) or _text(turn.get("status"))
+            return None, R.text(p.get("model")) or R.text(turn.get("status"))
         if t == "run.completed":
             turn = _dict(p.get("turn"))
-            return None, _text(p.get("subtype")) or _text(turn.get("status"))
+            return None, R.text(p.get("subtype")) or R.text(turn.get("status"))
         if t in ("interaction.requested", "interaction.resolved"):
             request = _dict(p.get("request"))
-            what = _text(request.get("toolName")) or _text(request.get("method"))
-            parts = [x for x in (_text(p.get("kind")), _text(p.get("status")), what) if x]
+            what = R.text(request.get("toolName")) or R.text(request.get("method"))
+            parts = [x for x in (R.text(p.get("kind")), R.text(p.get("status")), what) if x]
             return None, " ".join(parts) or None
         if t == "error":
-            return None, _text(_dict(p.get("error")).get("message"))
+            return None, R.text(_dict(p.get("error")).get("message"))
         if t not in KNOWN_TYPES:
             return UNKNOWN, P.entry_preview(p)
         return None, None
@@ -582,12 +521,12 @@ def _run_split(payload: dict, claude: bool, previous_total: dict | None) -> tupl
     cumulative token usage after this run."""
     if claude:
         u = _dict(payload.get("usage"))
-        values = [_int(u.get(k)) for k in ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")]
+        values = [R.integer(u.get(k)) for k in ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")]
         return (values if all(v is not None and v >= 0 for v in values) else None), None
     total = _dict(_dict(payload.get("tokenUsage")).get("total"))
     if not total:
         return None, previous_total
-    now = {k: _int(total.get(k)) or 0 for k in ("inputTokens", "cachedInputTokens", "outputTokens")}
+    now = {k: R.integer(total.get(k)) or 0 for k in ("inputTokens", "cachedInputTokens", "outputTokens")}
     before = previous_total or {"inputTokens": 0, "cachedInputTokens": 0, "outputTokens": 0}
     inp = now["inputTokens"] - before.get("inputTokens", 0)
     cached = now["cachedInputTokens"] - before.get("cachedInputTokens", 0)
@@ -610,31 +549,31 @@ class RunRow:
 
     def table_row(self, server: str, agent: str, session: str) -> dict:
         v = self.values
-        started, ended = _int(v["started_at"]), _int(v["ended_at"])
-        return {"server": server, "agent_id": agent, "session_uuid": session, "run_id": _text(v["id"], 64),
-                "status": _text(v["status"], 16), "started_at": _time(started), "ended_at": _time(ended),
+        started, ended = R.integer(v["started_at"]), R.integer(v["ended_at"])
+        return {"server": server, "agent_id": agent, "session_uuid": session, "run_id": R.text(v["id"], 64),
+                "status": R.text(v["status"], 16), "started_at": _time(started), "ended_at": _time(ended),
                 "duration_ms": ended - started if started is not None and ended is not None else None,
-                "input_tokens": _int(v["input_tokens"]), "output_tokens": _int(v["output_tokens"]),
-                "cost_usd": _num(v["cost_usd"]), "error": _text(v["error"])}
+                "input_tokens": R.integer(v["input_tokens"]), "output_tokens": R.integer(v["output_tokens"]),
+                "cost_usd": R.number(v["cost_usd"]), "error": R.text(v["error"])}
 
     def entry(self, ctx: SessionContext, anchor: int | None, split: list | None) -> P.Entry:
         """The run's usage message: child of its run.started event (``anchor``)."""
         v = self.values
         raw = orjson.dumps(v)
-        inp, out = _int(v["input_tokens"]), _int(v["output_tokens"])
+        inp, out = R.integer(v["input_tokens"]), R.integer(v["output_tokens"])
         usage = {"input_tokens": inp, "cache_read_tokens": None, "cache_write_tokens": None}
         if split is not None and inp is not None and sum(split) == inp:
             usage = {"input_tokens": split[0], "cache_read_tokens": split[1], "cache_write_tokens": split[2]}
-        started, ended = _int(v["started_at"]), _int(v["ended_at"])
-        status = _text(v["status"], 64)
+        started, ended = R.integer(v["started_at"]), R.integer(v["ended_at"])
+        status = R.text(v["status"], 64)
         eid = run_entry_id(self.id)
         parent = event_id(anchor) if anchor is not None else None
         row = _message_row(
             eid, parent, V.ASSISTANT, None, native=RUN_ROLE, seq=anchor, ts=_time(ended if ended is not None else started), raw=raw,
             provider=ctx.provider, model=ctx.model, preview=f"run {status or '?'}",
             output_tokens=out, total_tokens=(inp or 0) + (out or 0) if inp is not None or out is not None else None,
-            cost_usd=_num(v["cost_usd"]), call_key=run_call_key(self.id), stop_reason=status,
-            is_error=int(status == "failed"), error_message=_text(v["error"]),
+            cost_usd=R.number(v["cost_usd"]), call_key=run_call_key(self.id), stop_reason=status,
+            is_error=int(status == "failed"), error_message=R.text(v["error"]),
             duration_ms=ended - started if started is not None and ended is not None else None, **usage)
         return _entry(eid, parent, "message", anchor, raw, row, derived=orjson.dumps([anchor, split]))
 
@@ -700,14 +639,14 @@ class AgentServerDB(Container):
             s = SessionRow(row)
             if not isinstance(s.id, str) or not s.id:
                 continue
-            agent = _text(s.profile_name, 64) or SERVER_AGENT
+            agent = R.text(s.profile_name, 64) or SERVER_AGENT
             if not self.scope.wants(agent):
                 continue
             agents[s.id] = agent
             last, count, newest = events.get(s.id, (0, 0, None))
             d = digests.get(s.id, {})
             parts = {t: h.hexdigest() for t, h in d.items()}
-            units.append(SessionUnit(self, conn, layout, s, agent, last or 0, count or 0, _int(newest), parts))
+            units.append(SessionUnit(self, conn, layout, s, agent, last or 0, count or 0, R.integer(newest), parts))
         units.append(ServerTables(self, conn, layout, agents, whole=self.scope.agents is None
                                   and self.scope.agent is None))
         return units
@@ -727,25 +666,25 @@ class SessionRow:
     def info(self, last_run: dict | None) -> SessionInfo:
         v = self.values
         title = P.cut_str(v["title"], 512) or None
-        archived = bool(_int(v["archived"]))
+        archived = bool(R.integer(v["archived"]))
         values = {
-            "cwd": _text(v["workspace_dir"], 512), "started_at": _time(v["created_at"]), "title": title,
+            "cwd": R.text(v["workspace_dir"], 512), "started_at": _time(v["created_at"]), "title": title,
             "display_name": title[:255] if title else None,
-            "provider_session_id": P.visible_id(_text(v["provider_session_id"], 128) or "") or None,
-            "model": _text(v["model"], 128), "model_provider": _text(v["provider"], 64),
-            "channel": _text(v["source"], 64),
+            "provider_session_id": P.visible_id(R.text(v["provider_session_id"], 128) or "") or None,
+            "model": R.text(v["model"], 128), "model_provider": R.text(v["provider"], 64),
+            "channel": R.text(v["source"], 64),
             # The server keeps no archive time: an archived session's last update is its archiving.
             "archived_at": _time(v["updated_at"]) if archived else None,
             "times_approximate": 0,
         }
         if last_run is not None:
-            values["status"] = _text(last_run["status"], 16)
+            values["status"] = R.text(last_run["status"], 16)
             values["ended_at"] = _time(last_run["ended_at"])
         # The row as header_json, less what changes with every event (last_seq,
         # updated_at): a changed header is kept as a revision.
         header = {k: x for k, x in v.items() if k not in ("last_seq", "updated_at")}
         header["profile_name"] = self.profile_name
-        return SessionInfo(values, _dumps(header))
+        return SessionInfo(values, R.dumps(header))
 
 
 # How many content blocks of a Claude tool.completed are looked at for a tool_result's tool_use_id
@@ -774,7 +713,7 @@ class SessionUnit(Unit):
     def __init__(self, db: AgentServerDB, conn, layout: Layout, session: SessionRow, agent: str, last_seq: int,
                  count: int, newest_ms: int | None, digests: dict[str, str]):
         v = session.values
-        times = [t for t in (_int(v["updated_at"]), _int(v["created_at"]), newest_ms) if t is not None]
+        times = [t for t in (R.integer(v["updated_at"]), R.integer(v["created_at"]), newest_ms) if t is not None]
         token_digest = _digest(list(v.values()), session.profile_name, digests.get("runs"),
                                digests.get("interactions"), digests.get("files"))
         # the session id as archived (a NUL written out: P.visible_id); the database is queried with its own
@@ -997,7 +936,7 @@ class SessionUnit(Unit):
         new_state = {"runs": runs_state, "open": open_calls, "codex_total": codex_total, "tail": tail,
                      "tail_parent": tail_parent, "tail_run": tail_run, "interactions": self.digests.get("interactions"),
                      "files": self.digests.get("files")}
-        last_run = max(runs, key=lambda r: (_int(r.values["started_at"]) or 0, str(r.id)), default=None)
+        last_run = max(runs, key=lambda r: (R.integer(r.values["started_at"]) or 0, str(r.id)), default=None)
         new = Checkpoint(status="success", token=self.token, offset=last_seq if last_seq is not None else 0,
                          lines=last_seq or 0, tail_hash=last_hash, last_entry_id=tail, entries_read=entries_read,
                          session_uuid=sid, state=new_state)
@@ -1010,11 +949,11 @@ class SessionUnit(Unit):
         for r in self._table("interactions", cols, "created_at, id"):
             v = dict(zip(cols, r))
             out.append({"server": self.server, "agent_id": self.agent_id, "session_uuid": self.uuid,
-                        "interaction_id": _text(v["id"], 64), "run_id": _text(v["run_id"], 64),
-                        "kind": _text(v["kind"], 32), "status": _text(v["status"], 16),
+                        "interaction_id": R.text(v["id"], 64), "run_id": R.text(v["run_id"], 64),
+                        "kind": R.text(v["kind"], 32), "status": R.text(v["status"], 16),
                         "created_at": _time(v["created_at"]), "resolved_at": _time(v["resolved_at"]),
-                        "expires_at": _time(v["expires_at"]), "request": _text(v["request"]),
-                        "response": _text(v["response"])})
+                        "expires_at": _time(v["expires_at"]), "request": R.text(v["request"]),
+                        "response": R.text(v["response"])})
         return [r for r in out if r["interaction_id"]]
 
     def _files(self) -> list[dict]:
@@ -1023,9 +962,9 @@ class SessionUnit(Unit):
         for r in self._table("files", cols, "created_at, id"):
             v = dict(zip(cols, r))
             out.append({"server": self.server, "agent_id": self.agent_id, "session_uuid": self.uuid,
-                        "file_id": _text(v["id"], 64), "origin": _text(v["origin"], 16), "mime": _text(v["mime"], 128),
-                        "size": _int(v["size"]), "sha256": _text(v["sha256"], 64), "created_at": _time(v["created_at"]),
-                        "rel_path": _text(v["rel_path"], 1024)})
+                        "file_id": R.text(v["id"], 64), "origin": R.text(v["origin"], 16), "mime": R.text(v["mime"], 128),
+                        "size": R.integer(v["size"]), "sha256": R.text(v["sha256"], 64), "created_at": _time(v["created_at"]),
+                        "rel_path": R.text(v["rel_path"], 1024)})
         return [r for r in out if r["file_id"]]
 
 
@@ -1076,7 +1015,7 @@ class ServerTables(Unit):
             for r in page:
                 v = dict(zip(cols, r))
                 last = v["id"]
-                session = _text(v["session_id"], 64)
+                session = R.text(v["session_id"], 64)
                 agent = self.agents.get(session) if session else None
                 if agent is None and self.whole:
                     agent = SERVER_AGENT  # server-wide, or of a session no longer in the database
@@ -1084,9 +1023,9 @@ class ServerTables(Unit):
                     continue  # a session not imported here (another agent's)
                 rows.append({"server": self.server, "agent_id": agent,
                              "session_uuid": P.visible_id(session) if session else session,
-                             "audit_id": _int(v["id"]), "ts": _time(v["ts"]), "actor": _text(v["actor"], 128),
-                             "kind": _text(v["kind"], 32), "summary": _text(v["summary"]),
-                             "detail": _text(v["detail"])})
+                             "audit_id": R.integer(v["id"]), "ts": _time(v["ts"]), "actor": R.text(v["actor"], 128),
+                             "kind": R.text(v["kind"], 32), "summary": R.text(v["summary"]),
+                             "detail": R.text(v["detail"])})
             if rows:
                 yield Batch(None, [], [(AUDIT_LOGS, rows, KEYS[AUDIT_LOGS])])
             if len(page) < BATCH:
@@ -1095,11 +1034,11 @@ class ServerTables(Unit):
             rows = []
             for r in self.usage:
                 v = dict(zip(self.USAGE_COLUMNS, r))
-                rows.append({"server": self.server, "agent_id": SERVER_AGENT, "date": _text(v["date"], 10),
-                             "api_key_id": _text(v["api_key_id"], 64), "provider": _text(v["provider"], 32),
-                             "model": _text(v["model"], 128), "runs": _int(v["runs"]),
-                             "input_tokens": _int(v["input_tokens"]), "output_tokens": _int(v["output_tokens"]),
-                             "cost_usd": _num(v["cost_usd"])})
+                rows.append({"server": self.server, "agent_id": SERVER_AGENT, "date": R.text(v["date"], 10),
+                             "api_key_id": R.text(v["api_key_id"], 64), "provider": R.text(v["provider"], 32),
+                             "model": R.text(v["model"], 128), "runs": R.integer(v["runs"]),
+                             "input_tokens": R.integer(v["input_tokens"]), "output_tokens": R.integer(v["output_tokens"]),
+                             "cost_usd": R.number(v["cost_usd"])})
             yield Batch(None, [], [(USAGE_DAILY, rows, KEYS[USAGE_DAILY])])
         new = Checkpoint(status="success", token=self.token, offset=last, lines=last,
                          state={"usage": self.usage_digest})

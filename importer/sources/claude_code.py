@@ -55,6 +55,8 @@ from functools import partial
 import orjson
 
 from .. import parser as P
+from .. import rows as R
+from .. import vocabulary as V
 from .reader import read_lines
 from ..units import Batch, Checkpoint, Outcome, SessionInfo, Unit
 from .base import Discovery, Scope, Source
@@ -271,7 +273,7 @@ def from_block(block):
 
 
 def _canon(value) -> bytes:
-    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS) if _jsonable(value) else P._dumps(value, True).encode()
+    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS) if _jsonable(value) else R.dumps(value, True).encode()
 
 
 def _jsonable(value) -> bool:
@@ -731,8 +733,8 @@ class ClaudeParser:
                 v["started_at"] = ts
         cwd = obj.get("cwd")
         if v.get("cwd") is None and isinstance(cwd, str) and cwd:
-            v["cwd"] = P.cut_text(cwd, 512)
-            v["project"] = P.cut_text(cwd, 255)
+            v["cwd"] = R.cut_text(cwd, 512)
+            v["project"] = R.cut_text(cwd, 255)
         if v.get("project") is None:
             project = decode_project(self.ctx.project)
             if project:
@@ -744,9 +746,9 @@ class ClaudeParser:
             v["agent_version"] = version[:64]  # the Claude Code that wrote its latest line
         t = obj.get("type")
         if t == "ai-title" and isinstance(obj.get("aiTitle"), str):
-            v["title"] = P.cut_text(obj["aiTitle"], 512)
+            v["title"] = R.cut_text(obj["aiTitle"], 512)
         elif t == "custom-title" and isinstance(obj.get("customTitle"), str):
-            v["title"] = P.cut_text(obj["customTitle"], 512)
+            v["title"] = R.cut_text(obj["customTitle"], 512)
 
     def _note_previous(self, obj: dict) -> None:
         """A main line carrying another session's id (the compact summary opening a continued 1.0.x
@@ -791,13 +793,13 @@ class ClaudeParser:
         custom = None
         if t == "system":
             subtype = obj.get("subtype")
-            custom = subtype if isinstance(subtype, str) else P._str(obj.get("level"))
+            custom = subtype if isinstance(subtype, str) else R.text(obj.get("level"))
             if subtype == "compact_boundary":
                 entry_type = "compaction"
         elif t == "attachment" and isinstance(obj.get("attachment"), dict):
-            custom = P._str(obj["attachment"].get("type"))
+            custom = R.text(obj["attachment"].get("type"))
         elif t == "queue-operation":
-            custom = P._str(obj.get("operation"))
+            custom = R.text(obj.get("operation"))
         elif t == "message":
             entry_type = "line:message"  # another kind's message line: never a message here
         entry_id = P.clamp_id(uuid) if uuid else P.clamp_id(f"{entry_type[:24]}:{line.index}:{_h8(line.raw.decode('utf-8', 'replace'))}")
@@ -816,7 +818,7 @@ class ClaudeParser:
         if t == "summary" and isinstance(obj.get("leafUuid"), str) and isinstance(obj.get("summary"), str):
             # A title pointer: the title of the conversation ending at leafUuid, when it is here.
             if _h8(obj["leafUuid"]) in self.ids and st["v"].get("title") is None:
-                st["v"]["title"] = P.cut_text(obj["summary"], 512)
+                st["v"]["title"] = R.cut_text(obj["summary"], 512)
 
     def _line_links(self, session: str, obj: dict) -> None:
         """Facts that tie a sub-agent to the tool call that started it."""
@@ -838,7 +840,7 @@ class ClaudeParser:
                 except orjson.JSONDecodeError:
                     parsed = None
                 if isinstance(parsed, dict):
-                    task, tool = P._str(parsed.get("task_id")), P._str(parsed.get("tool_use_id"))
+                    task, tool = R.text(parsed.get("task_id")), R.text(parsed.get("tool_use_id"))
             if not (task and tool):
                 m1, m2 = _TASK_ID_RE.search(content), _TOOL_USE_ID_RE.search(content)
                 task, tool = (m1.group(1) if m1 else None), (m2.group(1) if m2 else None)
@@ -856,12 +858,12 @@ class ClaudeParser:
         context = obj.get("isMeta") is True or obj.get("isCompactSummary") is True
         parts: list[dict] = []  # each: id, role, blocks, origin (for raw_json), extra columns
         if isinstance(content, str):
-            parts.append({"id": line_id, "role": "user", "blocks": [{"type": "text", "text": content}],
+            parts.append({"id": line_id, "role": V.USER, "blocks": [{"type": "text", "text": content}],
                           "origin": {"id": line_id, "string": True}})
         elif isinstance(content, list):
             plain = [i for i, b in enumerate(content) if not (isinstance(b, dict) and b.get("type") == "tool_result")]
             if plain:
-                parts.append({"id": line_id, "role": "user", "blocks": [to_block(content[i]) for i in plain],
+                parts.append({"id": line_id, "role": V.USER, "blocks": [to_block(content[i]) for i in plain],
                               "origin": {"id": line_id, "blocks": plain}, "at": plain[0]})
             for i, b in enumerate(content):
                 if not (isinstance(b, dict) and b.get("type") == "tool_result"):
@@ -878,7 +880,7 @@ class ClaudeParser:
                 else:
                     blocks = []
                     origin["absent" if "content" not in b else "value"] = True if "content" not in b else inner
-                parts.append({"id": rid, "role": "toolResult", "blocks": blocks, "origin": origin, "at": i,
+                parts.append({"id": rid, "role": V.TOOL_RESULT, "blocks": blocks, "origin": origin, "at": i,
                               "tool_call_id": tid, "is_error": b.get("is_error") is True})
             parts.sort(key=lambda p: p.get("at", 0))
         if not parts:
@@ -886,8 +888,8 @@ class ClaudeParser:
             return
         if context:
             for p in parts:
-                if p["role"] == "user":
-                    p["role"] = "system"  # injected context (isMeta, a compaction's summary): not typed by anyone
+                if p["role"] == V.USER:
+                    p["role"] = V.SYSTEM  # injected context (isMeta, a compaction's summary): not typed by anyone
         parent = self._parent(st, obj, message=True)
         slim = _without_content(obj)
         # One message holding every block of the line as it was: raw_json is the line without its
@@ -903,25 +905,23 @@ class ClaudeParser:
                     raw_obj["_agentbase"] = {"parts": [q["origin"] for q in parts]}
             else:
                 raw_obj = {"_agentbase": {"part_of": line_id}}
-            row = self._row(p["id"], parent, p["role"], p["blocks"], ts, line.index, raw_obj)
-            row["is_context"] = int(p["role"] == "system")
-            if p["role"] == "toolResult":
+            result: dict = {}
+            if p["role"] == V.TOOL_RESULT:
                 tid = p["tool_call_id"]
                 name = self.tools.get(tid) if tid else None
-                row["tool_call_id"] = tid[:255] if tid else None
-                row["tool_name"] = name
-                row["is_error"] = int(p["is_error"])
+                result = {"tool_call_id": tid, "tool_name": name, "is_error": p["is_error"]}
                 text = _first_text(p["blocks"])
                 if text is not None and (name is None or name in SHELL_TOOLS):
                     m = _EXIT_RE.match(text)
                     if m:
-                        row["exit_code"] = P._int(int(m.group(1)))
+                        result["exit_code"] = R.integer(int(m.group(1)))
                 if tid and isinstance(tur, dict):
                     self._result_links(session, tid, tur)
+            row = self._row(p["id"], parent, p["role"], p["blocks"], ts, line.index, raw_obj, **result)
             # Each part changes when its line does: the line is the raw of every part.
             entry = P.Entry(p["id"], parent, "message", line.index, obj, line.raw)
             entry.row = row
-            entry.calls = []
+            entry.calls = []  # a user line's tool_use block (never seen) is content, no call
             self._emit(session, entry)
             parent = p["id"]
         self._placed(st, parts[-1]["id"], [uuid], real=True)
@@ -1010,39 +1010,26 @@ class ClaudeParser:
                 stop = m["stop_reason"]
             if line.obj.get("isApiErrorMessage") is True:
                 api_error = True
-                error_text = error_text or P._str(line.obj.get("error")) or _first_text(merged)
+                error_text = error_text or R.text(line.obj.get("error")) or _first_text(merged)
         synthetic = model == "<synthetic>" or api_error
-        cost = P._num(best_line.obj.get("costUSD"))
+        cost = R.number(best_line.obj.get("costUSD"))
         if cost is None:
-            costs = [P._num(line.obj.get("costUSD")) for line in lines]
+            costs = [R.number(line.obj.get("costUSD")) for line in lines]
             costs = [c for c in costs if c is not None]
             cost = max(costs) if costs else None
         ts = P.format_timestamp(obj.get("timestamp"))
         parent = self._parent(st, obj, message=True)
-        row = self._row(entry_id, parent, "assistant", merged, ts, first.index, raw_obj)
-        row.update({k: v for k, v in best.items()})
-        row["model"] = model[:128] if model else None
-        row["stop_reason"] = stop[:64] if stop else None
-        row["is_synthetic"] = int(synthetic)
-        row["is_error"] = int(api_error)
-        row["error_message"] = error_text if api_error else None
-        row["cost_usd"] = cost
+        call_key = None
         if not synthetic:
             rid = first.obj.get("requestId") if isinstance(first.obj.get("requestId"), str) else ""
-            row["call_key"] = _h16(mid or f"line:{entry_id}") + _h16(rid or "")
-        calls = []
-        for index, block in enumerate(merged):
-            if not (isinstance(block, dict) and block.get("type") == "toolCall"):
-                continue
-            name = P._str(block.get("name"), 128)
-            args = block.get("arguments")
-            call_id = P._str(block.get("id"), 255)
-            calls.append({
-                "block_index": index, "call_id": call_id, "tool_name": name,
-                "arguments": P._dumps(args) if "arguments" in block else None,
-                "command": P._str(args.get("command")) if name in SHELL_TOOLS and isinstance(args, dict) else None,
-                "timestamp": ts,
-            })
+            call_key = _h16(mid or f"line:{entry_id}") + _h16(rid or "")
+        row = self._row(entry_id, parent, V.ASSISTANT, merged, ts, first.index, raw_obj, **best,
+                        model=model or None, stop_reason=stop or None, is_synthetic=synthetic, is_error=api_error,
+                        error_message=error_text if api_error else None, cost_usd=cost, call_key=call_key)
+        calls = R.tool_call_rows(merged, ts, SHELL_TOOLS)
+        for call in calls:
+            call_id, name = call["call_id"], call["tool_name"]
+            args = merged[call["block_index"]].get("arguments")
             if call_id:
                 _put(self.tools, call_id, name, TOOLS_LIMIT)
                 if name in SPAWNING_TOOLS:
@@ -1055,41 +1042,20 @@ class ClaudeParser:
                         self._rows.append(self._link(session, "line", line_uuid, call_id))
                     if isinstance(args, dict) and isinstance(args.get("prompt"), str):
                         _put(self.prompts, _h16(args["prompt"].strip()), call_id, PROMPTS_LIMIT)
-        tool_blocks = [b for b in merged if isinstance(b, dict) and b.get("type") == "toolCall"]
-        row["first_tool_call"] = P._str(tool_blocks[0].get("name"), 128) if tool_blocks else None
-        row["tool_call_count"] = len(tool_blocks)
-        row["tool_calls_json"] = P._dumps(tool_blocks) if tool_blocks else None
-        row["has_tool_calls"] = int(bool(tool_blocks))
         entry = P.Entry(entry_id, parent, "message", first.index, obj, b"\n".join(line.raw for line in lines))
         entry.row = row
         entry.calls = calls
         self._emit(session, entry)
         self._placed(st, entry_id, [line.obj.get("uuid") for line in lines], real=True)
 
-    def _row(self, entry_id: str, parent: str | None, role: str, blocks: list, ts: str | None, seq: int,
-             raw_obj: dict) -> dict:
-        thinking = None
-        has_thinking = False
-        for b in blocks:
-            if isinstance(b, dict) and b.get("type") == "thinking":
-                has_thinking = True
-                thinking = P._str(b.get("thinking"))
-                break
-        return {
-            "message_uuid": entry_id, "parent_message_uuid": parent, "role": role,
-            # Claude Code's own word: the line's message.role (a tool result is a block of a user line)
-            "native_role": "assistant" if role == "assistant" else "user",
-            "content_blocks": P._dumps(blocks), "text_preview": P.text_preview({"content": blocks}),
-            "first_tool_call": None, "tool_call_count": 0, "tool_calls_json": None,
-            "thinking_text": thinking, "has_thinking": int(has_thinking), "has_tool_calls": 0,
-            "is_error": 0, "is_synthetic": 0, "provider": None, "model": None, "api": None, "stop_reason": None,
-            "error_message": None, "tool_call_id": None, "tool_name": None, "exit_code": None,
-            "duration_ms": None, "timestamp": ts, "seq": seq, "call_key": None, "cost_source": None,
-            "cache_write_5m_tokens": None, "cache_write_1h_tokens": None, "is_context": 0,
-            "time_approximate": 0, "usage_invalid": 0, "input_tokens": None, "output_tokens": None,
-            "cache_read_tokens": None, "cache_write_tokens": None, "total_tokens": None, "cost_usd": None,
-            "raw_json": P._dumps(raw_obj),
-        }
+    @staticmethod
+    def _row(entry_id: str, parent: str | None, role: str, blocks: list, ts: str | None, seq: int,
+             raw_obj: dict, **fields) -> dict:
+        """The ``messages`` row of one message (rows.message_row): ``role`` the vocabulary's; Claude
+        Code's own word is the line's ``message.role`` (a tool result is a block of a user line)."""
+        native = "assistant" if role == V.ASSISTANT else "user"
+        return R.message_row(entry_id, role, blocks=blocks, native_role=native, parent=parent, timestamp=ts,
+                             seq=seq, raw_json=R.dumps(raw_obj), **fields)
 
 
 def _entry_preview(obj: dict) -> str | None:
@@ -1097,13 +1063,13 @@ def _entry_preview(obj: dict) -> str | None:
                 "operation"):
         value = obj.get(key)
         if isinstance(value, str) and value:
-            return P.cut_text(P.strip_html(value[: P.PREVIEW_CHARS * 8]))
+            return R.preview(value)
     attachment = obj.get("attachment")
     if isinstance(attachment, dict):
         for key in ("content", "prompt", "filename", "type"):
             value = attachment.get(key)
             if isinstance(value, str) and value:
-                return P.cut_text(P.strip_html(value[: P.PREVIEW_CHARS * 8]))
+                return R.preview(value)
     return None
 
 

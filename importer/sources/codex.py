@@ -49,6 +49,7 @@ from typing import Any
 import orjson
 
 from .. import parser as P
+from .. import rows as R
 from .. import vocabulary as V
 from ..parser import ChunkResult, Entry, ParseState
 from .reader import read_lines
@@ -146,20 +147,6 @@ def looks_like_rollout(head: bytes) -> bool:
 # Small conversions
 
 
-def _s(value: Any, limit: int | None = None) -> str | None:
-    return P._str(value, limit)
-
-
-def _preview(text: str | None) -> str | None:
-    if not isinstance(text, str):
-        return None
-    return P.cut_text(P.strip_html(text[: P.PREVIEW_CHARS * 8]))
-
-
-def _dumps(value: Any) -> str:
-    return P._dumps(value)
-
-
 def _uuid7_ms(value: Any) -> int | None:
     """The millisecond time a UUIDv7 was minted at, else None."""
     if not isinstance(value, str):
@@ -202,7 +189,7 @@ def _usage(value: Any) -> list[int] | None:
         return None
     out = []
     for key in TOTAL_KEYS:
-        n = P._int(value.get(key))
+        n = R.integer(value.get(key))
         out.append(n if n is not None and n >= 0 else 0)
     if not any(out):
         return out if any(k in value for k in TOTAL_KEYS) else None
@@ -252,14 +239,14 @@ def message_blocks(content: Any) -> list:
     out = []
     for item in content if isinstance(content, list) else []:
         if not isinstance(item, dict):
-            out.append({"type": "text", "text": item if isinstance(item, str) else _dumps(item)})
+            out.append({"type": "text", "text": item if isinstance(item, str) else R.dumps(item)})
             continue
         kind = item.get("type")
         if kind in ("input_text", "output_text", "text", "summary_text", "reasoning_text") and isinstance(
                 item.get("text"), str):
             out.append({"type": "text", "text": item["text"]})
         elif kind == "refusal":
-            out.append({"type": "text", "text": _s(item.get("refusal")) or "", "refusal": True})
+            out.append({"type": "text", "text": R.text(item.get("refusal")) or "", "refusal": True})
         elif kind in ("input_image", "image"):
             out.append(_image_block(item.get("image_url") or item.get("url")))
         else:
@@ -302,11 +289,11 @@ def _parse_args(value: Any) -> dict:
 
 def _duration_ms(value: Any) -> int | None:
     if isinstance(value, dict):
-        secs, nanos = P._num(value.get("secs")), P._num(value.get("nanos"))
+        secs, nanos = R.number(value.get("secs")), R.number(value.get("nanos"))
         if secs is None and nanos is None:
             return None
         return int((secs or 0) * 1000 + (nanos or 0) / 1_000_000)
-    n = P._num(value)
+    n = R.number(value)
     return int(n * 1000) if n is not None else None
 
 
@@ -322,7 +309,7 @@ def tool_output(output: Any, tool: str | None) -> tuple[list, int | None, int | 
     elif isinstance(output, str):
         blocks, text = None, output
     else:
-        blocks, text = None, "" if output is None else _dumps(output)
+        blocks, text = None, "" if output is None else R.dumps(output)
     exit_code = duration = None
     if tool in SHELL_TOOLS and text:
         if text.lstrip().startswith("{"):
@@ -332,7 +319,7 @@ def tool_output(output: Any, tool: str | None) -> tuple[list, int | None, int | 
                 data = None
             meta = data.get("metadata") if isinstance(data, dict) else None
             if isinstance(meta, dict):
-                exit_code = P._int(meta.get("exit_code"))
+                exit_code = R.integer(meta.get("exit_code"))
                 duration = _duration_ms(meta.get("duration_seconds"))
                 if isinstance(data.get("output"), str):
                     text = data["output"]
@@ -352,15 +339,15 @@ def tool_output(output: Any, tool: str | None) -> tuple[list, int | None, int | 
 
 def event_preview(ptype: str | None, payload: dict) -> str | None:
     if ptype in ("user_message", "agent_message"):
-        return _preview(_s(payload.get("message")))
+        return R.preview(R.text(payload.get("message")))
     if ptype in ("agent_reasoning", "agent_reasoning_raw_content"):
-        return _preview(_s(payload.get("text")))
+        return R.preview(R.text(payload.get("text")))
     if ptype == "exec_command_end":
         cmd = payload.get("command")
-        return _preview(shlex.join(cmd) if isinstance(cmd, list) and all(isinstance(c, str) for c in cmd)
-                        else _s(cmd))
+        return R.preview(shlex.join(cmd) if isinstance(cmd, list) and all(isinstance(c, str) for c in cmd)
+                        else R.text(cmd))
     if ptype in ("error", "stream_error", "warning"):
-        return _preview(_s(payload.get("message")))
+        return R.preview(R.text(payload.get("message")))
     return None
 
 
@@ -472,7 +459,7 @@ class RolloutParser:
             self.extra.setdefault("fmt", "wrapped")
             self._wrapped(index, obj, raw, result)
         else:  # a line of no format Codex writes: kept, and it does not make the file a rollout
-            self._entry(index, obj, raw, "unknown", _s(obj.get("type"), 128), None, result,
+            self._entry(index, obj, raw, "unknown", R.text(obj.get("type"), 128), None, result,
                         P.format_timestamp(obj.get("timestamp")))
         return True
 
@@ -484,7 +471,7 @@ class RolloutParser:
         if obj.get("type") == "session_meta" and isinstance(obj.get("payload"), dict) and index == 0:
             payload = obj["payload"]
             self.extra["fmt"] = "wrapped"
-            sid = _s(payload.get("id"))
+            sid = R.text(payload.get("id"))
             st.session_id = P.clamp_id(sid) if sid else session_id_from_name(self.file_name)
             st.header, st.header_raw = obj, raw
             self._meta(payload, obj, info)
@@ -507,15 +494,15 @@ class RolloutParser:
         info["cwd"] = cwd
         info["project"] = _project(cwd)
         info["started_at"] = P.format_timestamp(payload.get("timestamp")) or P.format_timestamp(obj.get("timestamp"))
-        info["model_provider"] = _s(payload.get("model_provider"), 64)
-        info["agent_version"] = P._str(payload.get("cli_version"), 64)  # the Codex CLI that wrote it
-        parent = _s(payload.get("forked_from_id"))
+        info["model_provider"] = R.text(payload.get("model_provider"), 64)
+        info["agent_version"] = R.text(payload.get("cli_version"), 64)  # the Codex CLI that wrote it
+        parent = R.text(payload.get("forked_from_id"))
         source = payload.get("source")
         if not parent and isinstance(source, dict):
             spawn = source.get("subagent")
             spawn = spawn.get("thread_spawn") if isinstance(spawn, dict) else None
             if isinstance(spawn, dict):
-                parent = _s(spawn.get("parent_thread_id"))
+                parent = R.text(spawn.get("parent_thread_id"))
         if parent:
             info["parent_session_uuid"] = P.clamp_id(parent)
             created = _uuid7_ms(payload.get("id")) or _ms(payload.get("timestamp")) or _ms(obj.get("timestamp"))
@@ -524,7 +511,7 @@ class RolloutParser:
                 # Until the child's own first line, what follows is the parent's history.
                 self.extra["gate"] = [created, second // 1000]
         if payload.get("model_provider"):
-            self.extra["prov"] = _s(payload.get("model_provider"), 64)
+            self.extra["prov"] = R.text(payload.get("model_provider"), 64)
 
     def _replayed(self, obj: dict, payload: Any) -> bool:
         """Whether a line is the parent's history a fork or sub-agent replays: lines up to the
@@ -560,7 +547,7 @@ class RolloutParser:
     def _wrapped(self, index: int, obj: dict, raw: bytes, result: ChunkResult) -> None:
         ltype = obj["type"]
         payload = obj["payload"]
-        ptype = _s(payload.get("type"), 128)
+        ptype = R.text(payload.get("type"), 128)
         ts = P.format_timestamp(obj.get("timestamp"))
         if self._replayed(obj, payload):
             if ltype == "event_msg" and ptype == "token_count":
@@ -568,8 +555,8 @@ class RolloutParser:
                 total = _usage(info.get("total_token_usage")) if isinstance(info, dict) else None
                 if total is not None:
                     self.extra["tot"] = total  # the baseline the child's own totals continue from
-            elif ltype == "turn_context" and _s(payload.get("model")):
-                self.extra["model"] = _s(payload.get("model"), 128)
+            elif ltype == "turn_context" and R.text(payload.get("model")):
+                self.extra["model"] = R.text(payload.get("model"), 128)
             self._entry(index, obj, raw, "replayed", f"{ltype}.{ptype}" if ptype else ltype, None, result, ts)
             return
         if ltype == "response_item":
@@ -579,10 +566,10 @@ class RolloutParser:
                 self._token_count(index, obj, raw, payload, ts, result)
                 return
             if ptype == "exec_command_end":
-                call_id = _s(payload.get("call_id"), 255)
+                call_id = R.text(payload.get("call_id"), 255)
                 if call_id:
                     ends = self.extra.setdefault("ends", {})
-                    ends[call_id] = [P._int(payload.get("exit_code")), _duration_ms(payload.get("duration"))]
+                    ends[call_id] = [R.integer(payload.get("exit_code")), _duration_ms(payload.get("duration"))]
                     while len(ends) > MAX_OPEN_CALLS:
                         del ends[next(iter(ends))]
             if ptype in TURN_EVENTS:
@@ -591,7 +578,7 @@ class RolloutParser:
         else:
             if ltype == "turn_context":
                 self._flush(result)
-                model = _s(payload.get("model"), 128)
+                model = R.text(payload.get("model"), 128)
                 if model:
                     self.extra["model"] = model
                 cwd = P.cut_str(payload.get("cwd"), 512)
@@ -604,13 +591,13 @@ class RolloutParser:
                 info = self.extra.setdefault("info", {})
                 if not info.get("started_at"):  # the first session_meta, after other lines
                     self._meta(payload, obj, info)
-            preview = _preview(_s(payload.get("message"))) if ltype == "compacted" else None
+            preview = R.preview(R.text(payload.get("message"))) if ltype == "compacted" else None
             self._entry(index, obj, raw, ltype, ptype, preview, result, ts)
 
     def _bare(self, index: int, obj: dict, raw: bytes, result: ChunkResult) -> None:
         ts = self.extra.get("ts")
         if "record_type" in obj and "type" not in obj:
-            self._entry(index, obj, raw, "state", _s(obj.get("record_type"), 128), None, result, ts)
+            self._entry(index, obj, raw, "state", R.text(obj.get("record_type"), 128), None, result, ts)
             return
         if isinstance(obj.get("type"), str):
             self._item(index, obj, raw, obj, ts, result, approximate=True)
@@ -623,7 +610,7 @@ class RolloutParser:
               approximate: bool = False) -> None:
         ptype = payload.get("type")
         if ptype == "message":
-            role = _s(payload.get("role"), 32)
+            role = R.text(payload.get("role"), 32)
             blocks = message_blocks(payload.get("content"))
             context = _is_context(role, blocks)
             if role == "user" and context and not (self.extra.get("info") or {}).get("cwd"):
@@ -636,7 +623,7 @@ class RolloutParser:
             # developer and system messages, and Codex's wrappers in user messages, are context
             vocab = V.SYSTEM if context else V.USER if role == "user" else V.ASSISTANT if role == "assistant" \
                 else V.SYSTEM
-            row = self._row(index, vocab, blocks, ts, raw, approximate, is_context=vocab == V.SYSTEM, native=role)
+            row = self._row(index, vocab, blocks, ts, raw, approximate, native=role)
             self._message(index, obj, raw, row, None, result, model_written=role == "assistant")
         elif ptype == "reasoning":
             block, text = reasoning_block(payload)
@@ -644,34 +631,35 @@ class RolloutParser:
             self._message(index, obj, raw, row, None, result, model_written=True)
         elif ptype in CALL_TYPES:
             self._call(index, obj, raw, payload, ptype, ts, result, approximate)
-        elif isinstance(ptype, str) and ptype.endswith("_output") and _s(payload.get("call_id")):
+        elif isinstance(ptype, str) and ptype.endswith("_output") and R.text(payload.get("call_id")):
             self._output(index, obj, raw, payload, ts, result, approximate)
         else:
             bare = ptype[:64] if isinstance(ptype, str) else "unknown"
             entry_type = "response_item" if obj is not payload else bare
-            self._entry(index, obj, raw, entry_type, _s(ptype, 128), None, result, ts)
+            self._entry(index, obj, raw, entry_type, R.text(ptype, 128), None, result, ts)
 
     def _call(self, index, obj, raw, payload, ptype, ts, result, approximate) -> None:
         if ptype == "local_shell_call":
             name = "local_shell"
             args = payload.get("action") if isinstance(payload.get("action"), dict) else {}
         elif ptype == "custom_tool_call":
-            name = _s(payload.get("name"), 128)
+            name = R.text(payload.get("name"), 128)
             args = {"input": payload.get("input")}  # apply_patch: the patch text, whole
         else:
-            name = _s(payload.get("name"), 128)
+            name = R.text(payload.get("name"), 128)
             args = _parse_args(payload.get("arguments"))
-        call_id = _s(payload.get("call_id"), 255) or _s(payload.get("id"), 255)
+        call_id = R.text(payload.get("call_id"), 255) or R.text(payload.get("id"), 255)
         block = {"type": "toolCall", "id": call_id, "name": name, "arguments": args}
         if ptype != "function_call":
             block["callType"] = ptype
         command = shell_command(name, args)
-        row = self._row(index, V.ASSISTANT, [block], ts, raw, approximate, command=command, native=_s(ptype, 64))
+        # Without text of its own, a call's preview is its command, else its name and arguments.
+        describe = command if R.preview(command) else f"{name} {R.dumps(args)}"
+        row = self._row(index, V.ASSISTANT, [block], ts, raw, approximate, native=ptype, preview_else=describe)
         calls = []
         if call_id is None or call_id not in self.seen:
             # A call id the session had already (a copy of the same call) adds no second call.
-            calls.append({"block_index": 0, "call_id": call_id, "tool_name": name,
-                          "arguments": _dumps(args), "command": command, "timestamp": ts})
+            calls = R.tool_call_rows([block], ts, SHELL_TOOLS, {0: command})
             if call_id is not None:
                 self.seen[call_id] = None
         if call_id is not None and name is not None:
@@ -683,7 +671,7 @@ class RolloutParser:
 
     def _output(self, index, obj, raw, payload, ts, result, approximate) -> None:
         self._flush(result)  # a tool's output: the request that called it is over
-        call_id = _s(payload.get("call_id"), 255)
+        call_id = R.text(payload.get("call_id"), 255)
         names = self.extra.get("names") or {}
         tool = names.pop(call_id, None)
         if payload.get("type") == "local_shell_call_output":
@@ -697,8 +685,7 @@ class RolloutParser:
             if end[1] is not None:
                 duration = end[1]
         row = self._row(index, V.TOOL_RESULT, blocks, ts, raw, approximate, tool_call_id=call_id, tool_name=tool,
-                        exit_code=exit_code, duration=duration, is_error=failed,
-                        native=_s(payload.get("type"), 64))
+                        exit_code=exit_code, duration_ms=duration, is_error=failed, native=payload.get("type"))
         self._message(index, obj, raw, row, None, result, model_written=False)
 
     # -- tokens ----------------------------------------------------------------------
@@ -727,8 +714,8 @@ class RolloutParser:
             delta = total  # the first total, or a counter that started again
         self.extra["tot"] = total
         # The model that served this call, when the event names it (newer Codex), else the turn's.
-        model = _s(info.get("model"), 128) or self.extra.get("model")
-        key = P.short_hash(_dumps([self.state.session_id, total]).encode())
+        model = R.text(info.get("model"), 128) or self.extra.get("model")
+        key = P.short_hash(R.dumps([self.state.session_id, total]).encode())
         usage = {
             "input_tokens": max(delta[0] - delta[1], 0), "cache_read_tokens": delta[1],
             "output_tokens": delta[2], "cache_write_tokens": 0, "total_tokens": delta[4],
@@ -753,12 +740,10 @@ class RolloutParser:
             # the held row stays: an assistant row without content that is that model call
             # (docs/vocabulary.md, "a model call without output").
             self._flush(result)
-            row = self._row(index, V.ASSISTANT, None, ts, None, False, native="token_count")
-            row.update(usage)
-            row["message_uuid"] = f"@{index}:usage"
-            row["parent_message_uuid"] = entry.entry_id
-            row["raw_json"] = _dumps({"type": "usage", "line": index, "total_token_usage": total,
-                                      "previous_total": prev})
+            row = R.message_row(f"@{index}:usage", V.ASSISTANT, native_role="token_count", parent=entry.entry_id,
+                                timestamp=ts, seq=index, raw_json=R.dumps({"type": "usage", "line": index,
+                                                                          "total_token_usage": total,
+                                                                          "previous_total": prev}), **usage)
             usage_entry = Entry(row["message_uuid"], entry.entry_id, "message", index, {}, row["raw_json"].encode(),
                                 row=row, calls=[])
             self._chain(usage_entry)
@@ -767,34 +752,12 @@ class RolloutParser:
 
     # -- rows and entries --------------------------------------------------------------
 
-    def _row(self, index: int, role: str | None, blocks: list | None, ts: str | None, raw: bytes | None,
-             approximate: bool, *, is_context: bool = False, thinking: str | None = None, command: str | None = None,
-             tool_call_id: str | None = None, tool_name: str | None = None, exit_code: int | None = None,
-             duration: int | None = None, is_error: bool = False, native: str | None = None) -> dict:
-        """A ``messages`` row (every key, so rows of a batch share one INSERT)."""
-        tools = [b for b in blocks or [] if b.get("type") == "toolCall"]
-        preview = None
-        if blocks is not None:
-            preview = P.text_preview({"content": blocks})
-            if preview is None and tools:
-                preview = _preview(command) or _preview(f"{tools[0].get('name')} {_dumps(tools[0].get('arguments'))}")
-        has_thinking = any(b.get("type") == "thinking" for b in blocks or [])
-        return {
-            "message_uuid": f"@{index}", "parent_message_uuid": None, "role": role, "native_role": native,
-            "content_blocks": _dumps(blocks) if blocks is not None else None,
-            "text_preview": preview,
-            "first_tool_call": _s(tools[0].get("name"), 128) if tools else None,
-            "tool_call_count": len(tools), "tool_calls_json": _dumps(tools) if tools else None,
-            "thinking_text": thinking, "has_thinking": int(has_thinking), "has_tool_calls": int(bool(tools)),
-            "is_error": int(is_error), "is_synthetic": 0, "provider": None, "model": None, "api": None,
-            "stop_reason": None, "error_message": None, "tool_call_id": tool_call_id, "tool_name": tool_name,
-            "exit_code": exit_code, "duration_ms": duration, "timestamp": ts, "seq": index, "call_key": None,
-            "cost_source": None, "cache_write_5m_tokens": None, "cache_write_1h_tokens": None,
-            "is_context": int(is_context), "time_approximate": int(approximate), "usage_invalid": 0,
-            "input_tokens": None, "output_tokens": None, "cache_read_tokens": None, "cache_write_tokens": None,
-            "total_tokens": None, "cost_usd": None,
-            "raw_json": raw.decode("utf-8", "replace") if raw is not None else None,
-        }
+    @staticmethod
+    def _row(index: int, role: str, blocks: list | None, ts: str | None, raw: bytes, approximate: bool, *,
+             native: Any = None, **fields: Any) -> dict:
+        """The ``messages`` row of line ``index`` (rows.message_row)."""
+        return R.message_row(f"@{index}", role, blocks=blocks, native_role=native, timestamp=ts, seq=index,
+                             raw_json=raw.decode("utf-8", "replace"), time_approximate=approximate, **fields)
 
     def _message(self, index, obj, raw, row, calls, result, model_written: bool) -> None:
         entry = Entry(row["message_uuid"], None, "message", index, obj, raw, row=row, calls=calls or [])

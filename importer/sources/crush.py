@@ -40,7 +40,7 @@ import orjson
 from .. import parser as P
 from .. import rows as R
 from .. import vocabulary as V
-from ..shape import Table
+from ..tables import Table
 from ..units import Batch, Checkpoint, Container, Opened, Outcome, SessionInfo, SourceError, Unit
 from . import readonly
 from .base import Discovery, Scope, Source
@@ -410,10 +410,8 @@ class MessageParser:
                 fields["error_message"] = R.text(finish.get("message")) or R.text(finish.get("details"))
         row = R.message_row(mid, vocab, blocks=blocks, native_role="summary" if summary else role, parent=parent,
                             timestamp=ts, seq=seq, raw_json=raw_text, **fields)
-        calls = R.tool_call_rows(blocks, ts, SHELL_TOOLS) if vocab == V.ASSISTANT else []
-        if vocab != V.ASSISTANT:
-            # A toolCall block outside an assistant row is no call (never seen: kept in content only).
-            row.update(first_tool_call=None, tool_call_count=0, tool_calls_json=None, has_tool_calls=0)
+        # (a toolCall block outside an assistant row is no call, never seen: kept in content only)
+        calls = R.tool_call_rows(blocks, ts, SHELL_TOOLS, role=vocab)
         for c in calls:
             if c["tool_name"] in SHELL_TOOLS and c["call_id"]:
                 self.shell_calls.add(c["call_id"])

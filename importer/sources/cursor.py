@@ -154,7 +154,7 @@ class TranscriptParser:
         raw_text = _dumps(raw)
         row = R.message_row(eid, role, blocks=blocks, native_role=native, timestamp=self.timestamp, seq=seq,
                             raw_json=raw_text, time_approximate=1, **fields)
-        calls = R.tool_call_rows(blocks, self.timestamp, SHELL_TOOLS) if role == V.ASSISTANT else []
+        calls = R.tool_call_rows(blocks, self.timestamp, SHELL_TOOLS, role=role)
         return Entry(eid, None, "message", seq, raw, raw_text.encode(), row=row, calls=calls)
 
     def _user(self, index: int, body: list[str], text: str) -> list[Entry]:
@@ -449,9 +449,7 @@ class StoreMessages:
         raw_text = _dumps(raw)
         row = R.message_row(eid, vocab, blocks=blocks, native_role=role, parent=parent, timestamp=ts, seq=index,
                             raw_json=raw_text, time_approximate=1)
-        calls = R.tool_call_rows(blocks, ts, SHELL_TOOLS) if vocab == V.ASSISTANT else []
-        if vocab != V.ASSISTANT:
-            row.update(first_tool_call=None, tool_call_count=0, tool_calls_json=None, has_tool_calls=0)
+        calls = R.tool_call_rows(blocks, ts, SHELL_TOOLS, role=vocab)
         return [Entry(eid, parent, "message", index, raw, raw_text.encode(), row=row, calls=calls)], odd
 
     @staticmethod

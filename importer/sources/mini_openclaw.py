@@ -31,6 +31,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import orjson
 
 from .. import parser as P
+from .. import rows as R
 from .. import vocabulary as V
 from ..units import Batch, Checkpoint, NotATranscript, Outcome, SessionInfo, SourceError, Unit, file_token
 from .base import Discovery, Scope, Source
@@ -81,10 +82,6 @@ _ERROR_LINE = re.compile(
 
 # ---------------------------------------------------------------------------
 # Small conversions (transcripts are untrusted input)
-
-
-def _dumps(value) -> str:
-    return P._dumps(value)
 
 
 def _zone(name: str | None):
@@ -320,7 +317,7 @@ def _identity(m: dict, role: str | None) -> bytes:
             calls.append([c.get("tool", c.get("name")), c.get("input", c.get("args")), c.get("id")])
         else:
             calls.append(c)
-    return _dumps([role, m.get("content"), calls, m.get("tool_call_id")]).encode("utf-8", "surrogatepass")
+    return R.dumps([role, m.get("content"), calls, m.get("tool_call_id")]).encode("utf-8", "surrogatepass")
 
 
 def _message_id(key: bytes, occurrence: int) -> str:
@@ -416,11 +413,11 @@ class SessionParser:
         values = {"started_at": created, "times_approximate": int(own_times < dated)}
         title = header.get("title")
         if isinstance(title, str) and title.strip() not in PLACEHOLDER_TITLES:
-            values["title"] = P.cut_text(title, 512)
+            values["title"] = R.cut_text(title, 512)
         raw = None
         if header:
             kept = {k: v for k, v in header.items() if k not in ("messages", "compressed_context", "updated_at")}
-            raw = _dumps(kept)
+            raw = R.dumps(kept)
         self.info = SessionInfo(values, raw)
         return self
 
@@ -443,11 +440,11 @@ class SessionParser:
 
     def _summary(self, text: str, parent: str | None, seq: int, when: str | None) -> str:
         obj = {"type": "compaction", "summary": text}
-        raw = _dumps({"parent": parent, "compressed_context": text}).encode("utf-8", "surrogatepass")
+        raw = R.dumps({"parent": parent, "compressed_context": text}).encode("utf-8", "surrogatepass")
         row = {
             "entry_uuid": SUMMARY_ID, "parent_uuid": parent, "entry_type": "compaction", "custom_type": None,
             "text_preview": P.entry_preview(obj), "timestamp": when, "seq": seq,
-            "raw_json": _dumps({"compressed_context": text}),
+            "raw_json": R.dumps({"compressed_context": text}),
         }
         self.entries.append(P.Entry(SUMMARY_ID, parent, "compaction", seq, obj, raw, row=row))
         return SUMMARY_ID
@@ -469,10 +466,10 @@ class SessionParser:
                 elif isinstance(part, dict):
                     blocks.append(part)
         elif content is not None:
-            blocks.append({"type": "text", "text": _dumps(content)})
+            blocks.append({"type": "text", "text": R.dumps(content)})
 
         raw_calls = m.get("tool_calls") if isinstance(m.get("tool_calls"), list) else []
-        calls: list[dict] = []
+        commands: dict[int, str | None] = {}  # block index -> a shell call's command line
         results: list[tuple[str, str | None, object]] = []  # (call id, tool, output) of canonical calls
         slim_calls = []
         for k, c in enumerate(raw_calls):
@@ -480,16 +477,12 @@ class SessionParser:
                 slim_calls.append(c)
                 continue
             canonical = "tool" in c or "input" in c or "output" in c
-            tool = P._str(c.get("tool") if canonical else c.get("name"), 128)
+            tool = R.text(c.get("tool") if canonical else c.get("name"), 128)
             arguments, _how = parse_input(c.get("input") if canonical else c.get("args"))
             own = c.get("id")
-            call_id = P._str(own, 255) if isinstance(own, str) and own else f"{eid}:{k}"
-            block = {"type": "toolCall", "id": call_id, "name": tool, "arguments": arguments}
-            calls.append({
-                "block_index": len(blocks), "call_id": call_id, "tool_name": tool, "arguments": _dumps(arguments),
-                "command": _command(tool, arguments), "timestamp": when,
-            })
-            blocks.append(block)
+            call_id = R.text(own, 255) if isinstance(own, str) and own else f"{eid}:{k}"
+            commands[len(blocks)] = _command(tool, arguments)
+            blocks.append({"type": "toolCall", "id": call_id, "name": tool, "arguments": arguments})
             if canonical:
                 slim_calls.append({key: value for key, value in c.items() if key != "output"})
                 if c.get("output") is not None:
@@ -500,23 +493,14 @@ class SessionParser:
         slim = {key: value for key, value in m.items() if key not in ("content", "reasoning_content")}
         if raw_calls:
             slim["tool_calls"] = slim_calls
-        tool_blocks = [b for b in blocks if b.get("type") == "toolCall"]
-        thinking = next((b.get("thinking") for b in blocks if b.get("type") == "thinking"), None)
-        tool_call_id = P._str(m.get("tool_call_id"), 255)
-        is_error = 0
-        if role == "tool":
-            is_error = int(m.get("status") == "error" or output_failed(content))
-        row = self._row(eid, parent, _vocabulary_role(role, tool_call_id), blocks, seq, when, approximate,
-                        _dumps(slim), native=role)
-        row.update({
-            "first_tool_call": tool_blocks[0]["name"] if tool_blocks else None,
-            "tool_call_count": len(tool_blocks),
-            "tool_calls_json": _dumps(tool_blocks) if tool_blocks else None,
-            "thinking_text": P._str(thinking), "has_thinking": int(thinking is not None),
-            "has_tool_calls": int(bool(tool_blocks)), "is_error": is_error,
-            "tool_call_id": tool_call_id, "tool_name": P._str(m.get("name"), 128) if tool_call_id else None,
-        })
-        raw = _dumps({"parent": parent, "message": m}).encode("utf-8", "surrogatepass")
+        tool_call_id = R.text(m.get("tool_call_id"), 255)
+        is_error = role == "tool" and (m.get("status") == "error" or output_failed(content))
+        row = R.message_row(eid, _vocabulary_role(role, tool_call_id), blocks=blocks, native_role=role or None,
+                            parent=parent, timestamp=when, seq=seq, raw_json=R.dumps(slim),
+                            time_approximate=approximate, is_error=is_error, tool_call_id=tool_call_id,
+                            tool_name=m.get("name") if tool_call_id else None)
+        calls = R.tool_call_rows(blocks, when, SHELL_TOOLS, commands, role=row["role"])
+        raw = R.dumps({"parent": parent, "message": m}).encode("utf-8", "surrogatepass")
         self.entries.append(P.Entry(eid, parent, "message", seq, m, raw, row=row, calls=calls))
         parent, seq = eid, seq + 1
         for k, (call_id, tool, output) in enumerate(results):
@@ -527,36 +511,17 @@ class SessionParser:
                 when: str | None, approximate: bool) -> tuple[str, int]:
         """A canonical call's output, as the toolResult message the writer pairs with it."""
         rid = f"{eid}:r{k}"
-        text = output if isinstance(output, str) else _dumps(output)
+        text = output if isinstance(output, str) else R.dumps(output)
         failed = output_failed(output)
         blocks = [{"type": "text", "text": text}]
         meta = {"tool": tool, "tool_call_index": k, "of_message": eid, "outcome": "error" if failed else "unknown"}
         # (the kind has no word for it: the output is a field of its call)
-        row = self._row(rid, parent, V.TOOL_RESULT, blocks, seq, when, approximate, _dumps(meta), native="toolResult")
-        row.update({
-            "first_tool_call": None, "tool_call_count": 0, "tool_calls_json": None, "thinking_text": None,
-            "has_thinking": 0, "has_tool_calls": 0, "is_error": int(failed),
-            "tool_call_id": call_id, "tool_name": tool,
-        })
-        raw = _dumps({"parent": parent, "tool": tool, "output": output}).encode("utf-8", "surrogatepass")
+        row = R.message_row(rid, V.TOOL_RESULT, blocks=blocks, native_role="toolResult", parent=parent,
+                            timestamp=when, seq=seq, raw_json=R.dumps(meta), time_approximate=approximate,
+                            is_error=failed, tool_call_id=call_id, tool_name=tool)
+        raw = R.dumps({"parent": parent, "tool": tool, "output": output}).encode("utf-8", "surrogatepass")
         self.entries.append(P.Entry(rid, parent, "message", seq, meta, raw, row=row, calls=[]))
         return rid, seq + 1
-
-    @staticmethod
-    def _row(eid: str, parent: str | None, role: str | None, blocks: list, seq: int, when: str | None,
-             approximate: bool, raw_json: str, native: str | None = None) -> dict:
-        return {
-            "message_uuid": eid, "parent_message_uuid": parent, "role": role,
-            "native_role": native[:64] if native else None,
-            "content_blocks": _dumps(blocks), "text_preview": P.text_preview({"content": blocks}),
-            "is_synthetic": 0, "provider": None, "model": None, "api": None, "stop_reason": None,
-            "error_message": None, "exit_code": None, "duration_ms": None, "timestamp": when, "seq": seq,
-            "call_key": None, "cost_usd": None, "input_tokens": None, "output_tokens": None,
-            "cache_read_tokens": None, "cache_write_tokens": None, "total_tokens": None,
-            "cost_source": None, "cache_write_5m_tokens": None, "cache_write_1h_tokens": None,
-            "is_context": int(role == V.SYSTEM), "time_approximate": int(approximate), "usage_invalid": 0,
-            "raw_json": raw_json,
-        }
 
 
 # ---------------------------------------------------------------------------

@@ -147,7 +147,7 @@ class SessionParser:
         ts = fields.pop("timestamp", None)
         row = R.message_row(entry_id, role, blocks=blocks, native_role=native, parent=self.tail, timestamp=ts,
                             seq=self.seq, raw_json=raw.decode("utf-8", "replace"), **fields)
-        calls = R.tool_call_rows(blocks, ts, SHELL_TOOLS) if role == V.ASSISTANT else []
+        calls = R.tool_call_rows(blocks, ts, SHELL_TOOLS, role=role)
         self._add(entry_id, row, raw, calls)
 
     def _entry(self, entry_id: str, etype: str, obj: dict, raw: bytes, ts: str | None,
