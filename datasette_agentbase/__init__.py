@@ -242,7 +242,8 @@ def register_routes(datasette):
         (r"^/-/agentbase/login$", access.login_view),
         # the MCP tools over streamable HTTP, behind the same permission check as the pages (mcp_server.py)
         (r"^/-/agentbase/mcp/?$", mcp_server.http_view),
-        *live_pages.ROUTES,  # what a live page asks for: the snapshot's version, a conversation's new cards
+        *live_pages.ROUTES,  # what a live page asks for: the snapshot's version (live_pages.py)
+        (r"^/-/agentbase/session/(?P<id>\d+)/since\.json$", pages.session_since_view),  # a conversation's new cards
         # the snapshot's download, as one consistent copy of a file updated in place (live.py)
         (r"^/(?P<database>[^/]+)\.db$", live.download_view),
     ]

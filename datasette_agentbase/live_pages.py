@@ -59,11 +59,11 @@ def page_vars(datasette, db, request, version: tuple, session_id: int | None = N
     return {"live": out}
 
 
-def _fresh(body: dict, status: int = 200) -> Response:
+def fresh(body: dict, status: int = 200) -> Response:
     return Response.json(body, status=status, headers={"Cache-Control": "no-store"})
 
 
-def _read_only(request) -> Response | None:
+def read_only(request) -> Response | None:
     if request.method in ("GET", "HEAD"):
         return None
     return Response.json({"ok": False, "error": "Only GET: a live page only reads."}, status=405,
@@ -72,13 +72,13 @@ def _read_only(request) -> Response | None:
 
 async def version_view(datasette, request):
     """``/-/agentbase/version.json``: the version of the snapshot the pages show (``?db=``)."""
-    refused = _read_only(request)
+    refused = read_only(request)
     if refused is not None:
         return refused
     db = await served.snapshot_db(datasette, request)
     await served.check(datasette, request, db.name)
     version = await db.execute_fn(live.version)
-    return _fresh({"ok": True, "database": db.name, "version": version_label(version)})
+    return fresh({"ok": True, "database": db.name, "version": version_label(version)})
 
 
 # -- a conversation's cards ---------------------------------------------------------------------------
@@ -182,28 +182,6 @@ def after(cards: list[dict], key: str | None) -> tuple[str | None, list[dict]]:
     return None, cards
 
 
-async def since_view(datasette, request):
-    """``/-/agentbase/session/<id>/since.json?after=<card id>``: the conversation's cards from a
-    few before ``after`` to the end, drawn as the page draws them, and its totals."""
-    from . import pages
-
-    refused = _read_only(request)
-    if refused is not None:
-        return refused
-    db, session_id, data = await pages._load_session(datasette, request)
-    everything = pages._everything(request)
-    links = pages._session_links(datasette, db, request, session_id)
-    view = conversation.build(data, everything, links["row"], links["self"], session_href=links["session"])
-    context = pages._session_context(datasette, db, data, view, links, everything)
-    context.update({"self_href": links["self"], "exports": links["exports"]})
-    html = await datasette.render_template("_agentbase_conversation.html", context, request=request)
-    cards, totals = split(html)
-    first, sent = after(cards, request.args.get("after"))
-    return _fresh({"ok": True, "version": version_label(data.get("version") or ()), "session": session_id,
-                   "from": first, "cards": sent, "count": len(cards), "totals": totals})
-
-
 ROUTES = [
     (r"^/-/agentbase/version\.json$", version_view),
-    (r"^/-/agentbase/session/(?P<id>\d+)/since\.json$", since_view),
 ]

@@ -276,3 +276,23 @@ async def dashboard_view(datasette, request):
     }
     html = await datasette.render_template("agentbase_dashboard.html", context, request=request)
     return Response.html(html)
+
+
+async def session_since_view(datasette, request):
+    """``/-/agentbase/session/<id>/since.json?after=<card id>``: the conversation's cards from a
+    few before ``after`` to the end, drawn as the page draws them, and its totals."""
+    refused = live_pages.read_only(request)
+    if refused is not None:
+        return refused
+    db, session_id, data = await _load_session(datasette, request)
+    everything = _everything(request)
+    links = _session_links(datasette, db, request, session_id)
+    view = conversation.build(data, everything, links["row"], links["self"], session_href=links["session"])
+    context = _session_context(datasette, db, data, view, links, everything)
+    context.update({"self_href": links["self"], "exports": links["exports"]})
+    html = await datasette.render_template("_agentbase_conversation.html", context, request=request)
+    cards, totals = live_pages.split(html)
+    first, sent = live_pages.after(cards, request.args.get("after"))
+    return live_pages.fresh({"ok": True, "version": live_pages.version_label(data.get("version") or ()),
+                             "session": session_id, "from": first, "cards": sent, "count": len(cards),
+                             "totals": totals})

@@ -257,34 +257,3 @@ INDEXES: dict[str, dict[str, tuple[str, ...]]] = {
     "entry_revisions": {"idx_revisions_entry": ("session_id", "entry_uuid")},
     "session_index": {"idx_session_index_uuid": ("server", "agent_id", "session_uuid")},
 }
-
-
-# Tables a source kind declares for itself (Source.tables, .unique, .indexes):
-# created and extended by the store like these, without a migration of their
-# own (store/migrations.py ensure_source_tables).
-
-
-def _declared(attribute: str) -> dict:
-    from .sources import all_sources
-
-    out: dict = {}
-    for source in all_sources():
-        out.update(getattr(source, attribute, None) or {})
-    return out
-
-
-def source_tables() -> dict[str, list[tuple[str, str]]]:
-    return _declared("tables")
-
-
-def all_tables() -> dict[str, list[tuple[str, str]]]:
-    """The archive's tables and every source kind's."""
-    return {**TABLES, **source_tables()}
-
-
-def unique_keys(table: str) -> list[tuple[str, ...]]:
-    return UNIQUE.get(table) or _declared("unique").get(table, [])
-
-
-def indexes(table: str) -> dict[str, tuple[str, ...]]:
-    return INDEXES.get(table) or _declared("indexes").get(table, {})

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import schema
+from . import declared, schema
 from .tables import Table
 
 
@@ -331,7 +331,7 @@ def columns(table: str) -> list[tuple[str, str]]:
     the local time and day, the redaction count, and the helpers of generated columns (which are
     among these: see :func:`generated`)."""
     shape = tables()[table]
-    out = [c for c in schema.all_tables()[table] if c[0] not in shape.leave_out]
+    out = [c for c in declared.all_tables()[table] if c[0] not in shape.leave_out]
     if shape.local_time_from:
         at = [c for c, _ in out].index(shape.local_time_from) + 1
         out[at:at] = list(LOCAL_COLUMNS)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable, Protocol, Sequence
 
-from .. import schema
+from .. import declared, schema
 from .dialects import Dialect
 
 
@@ -265,17 +265,17 @@ def _migration_vocabulary(store: Migrating) -> None:
 
 
 def ensure_source_tables(store: Migrating) -> None:
-    """The tables source kinds declare (schema.source_tables): created when
+    """The tables source kinds declare (declared.py): created when
     missing, given the columns they gained; a no-op when all are there."""
     d = store.dialect
-    declared = schema.source_tables()
-    if not declared:
+    kinds_tables = declared.source_tables()
+    if not kinds_tables:
         return
     have = store.tables()
-    for table, columns in declared.items():
+    for table, columns in kinds_tables.items():
         if table not in have:
-            store.execute(d.create_table(table, columns, schema.unique_keys(table)))
-            for name, cols in schema.indexes(table).items():
+            store.execute(d.create_table(table, columns, declared.unique_keys(table)))
+            for name, cols in declared.indexes(table).items():
                 store.execute(d.create_index(table, name, cols))
         else:
             missing = [c for c, _ in columns if c not in set(store.columns(table))]

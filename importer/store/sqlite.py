@@ -7,7 +7,7 @@ import sqlite3
 from contextlib import contextmanager
 from typing import Any, Iterable, Iterator, Sequence
 
-from .. import schema
+from .. import declared, schema
 from .batch import WriteBatch
 from .common import StoreError, now_utc
 from .dialects import Dialect
@@ -236,11 +236,11 @@ class Store:
 
     def _source_tables(self) -> None:
         """Source kinds' own tables, when one is missing or lacks a column."""
-        declared = schema.source_tables()
-        if not declared:
+        kinds_tables = declared.source_tables()
+        if not kinds_tables:
             return
         have = self.tables()
-        if all(t in have and {c for c, _ in cols} <= set(self.columns(t)) for t, cols in declared.items()):
+        if all(t in have and {c for c, _ in cols} <= set(self.columns(t)) for t, cols in kinds_tables.items()):
             return
         with self.transaction():
             ensure_source_tables(self)
@@ -254,7 +254,7 @@ class Store:
     def ensure_columns(self, table: str, names: Sequence[str]) -> None:
         """Add the named columns (typed as in the schema) where missing."""
         have = set(self.columns(table))
-        kinds = dict(schema.all_tables()[table])
+        kinds = dict(declared.all_tables()[table])
         for name in names:
             if name not in have:
                 self.execute(f"ALTER TABLE [{table}] ADD COLUMN [{name}] {self.dialect.column_type(kinds[name])}")
