@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 import sqlite3
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date, timedelta
 from urllib.parse import urlencode
 
@@ -58,6 +58,11 @@ class Filters:
     q: str | None = None
     limit: int = PAGE_SIZE
     after: tuple[str, int] | None = None
+    # what a person typed that could not be used (a message each, shown on the page; the page keeps
+    # the value in its form, to be fixed): parse(strict=False)
+    problems: list[str] = field(default_factory=list)
+    typed: dict = field(default_factory=dict)
+    bad: bool = False  # a value was malformed (the page answers 400, with its form)
     # resolved against the snapshot: the range a preset stands for
     start: str | None = None
     end: str | None = None
@@ -85,15 +90,27 @@ def _day(value: str | None, name: str) -> str | None:
     return value
 
 
-def parse(args) -> Filters:
-    """The filters of a request's GET parameters; a malformed day or cursor is a 400."""
+def parse(args, strict: bool = True) -> Filters:
+    """The filters of a request's GET parameters; a malformed day or cursor is a 400 (``strict``:
+    scripts, JSON), or (a page) a problem the page names, the value kept in its form and not applied."""
     f = Filters()
     for name in ("agent", "server", "source"):
         setattr(f, name, args.get(name) or None)
-    days = args.get("days") or ""
+    days = (args.get("days") or "").strip()
     f.days = str(max(1, min(int(days), 3660))) if days.isdigit() else None  # (a preset, or any number of days)
-    f.day_from = _day(args.get("from"), "from")
-    f.day_to = _day(args.get("to"), "to")
+    if days and not days.isdigit() and days != "all":  # (taken as no range, as scripts have known it)
+        f.problems.append(f"days: {days[:40]!r} is not a number of days (1 to 3660), nor all: the whole "
+                          "archive is shown")
+    for name, attr in (("from", "day_from"), ("to", "day_to")):
+        try:
+            setattr(f, attr, _day(args.get(name), name))
+        except BadRequest as exc:
+            if strict:
+                raise
+            f.problems.append(f"{exc.args[0] if exc.args else name}: {(args.get(name) or '')[:40]!r} is not "
+                              "applied")
+            f.typed[name] = (args.get(name) or "")[:40]
+            f.bad = True
     f.errors = args.get("errors") in ("1", "on", "true", "yes")
     f.thinking = args.get("thinking") in ("1", "on", "true", "yes")
     q = (args.get("q") or "").strip()
@@ -291,7 +308,7 @@ async def sessions_json_view(datasette, request):
 async def sessions_view(datasette, request, as_json: bool = False):
     db = await served.snapshot_db(datasette, request)
     await served.check(datasette, request, db.name)
-    f = parse(request.args)
+    f = parse(request.args, strict=as_json)
     data = await db.execute_fn(lambda conn: load(conn, f, db.name))
     keep_db = [("db", db.name)] if request.args.get("db") else []
     base = str(datasette.urls.path("-/agentbase/sessions"))
@@ -379,7 +396,7 @@ async def sessions_view(datasette, request, as_json: bool = False):
         **live_pages.page_vars(datasette, db, request, data["version"]),
     }
     html = await datasette.render_template("agentbase_sessions.html", context, request=request)
-    return Response.html(html)
+    return Response.html(html, status=400 if f.bad else 200)
 
 
 ROUTES = [

@@ -204,6 +204,9 @@ async def dashboard_view(datasette, request):
     await served.check(datasette, request, db.name)
     filters = {name: request.args.get(name) or None for name in ("server", "source", "agent")}
     days = dashboard.parse_days(request.args.get("days"))
+    typed_days = (request.args.get("days") or "").strip()
+    problems = [] if not typed_days or typed_days == "all" or typed_days.isdigit() else [
+        f"days: {typed_days[:40]!r} is not a number of days (1 to 3660), nor all: the whole archive is shown"]
     filters["days"] = "all" if days is None else str(days)
     version, cube = await db.execute_fn(lambda conn: dashboard_cube(datasette, db, conn))
     pages = _dashboard_state(datasette)["pages"]
@@ -272,6 +275,7 @@ async def dashboard_view(datasette, request):
                      and (filters["source"] is None or c["source"] == filters["source"])],
         "queries": query_links,
         "reset_href": href(server=None, source=None, agent=None, days=None),
+        "problems": problems,
         "all_href": href(days="all"),
     }
     html = await datasette.render_template("agentbase_dashboard.html", context, request=request)

@@ -353,3 +353,17 @@ def test_behind_the_login(snapshot, monkeypatch):
     r = locked.get("/")
     assert r.status_code == 200 and SF.TELEGRAM_TEXT in r.text
     assert locked.get("/-/agentbase/sessions.json").json()["ok"] is True
+
+
+def test_a_bad_filter_value_is_a_message_on_the_page_with_the_filter_kept(site):
+    """A person's typo: the page says what is wrong, keeps what they typed in the form to fix, and shows
+    what it can (a script's JSON gets the 400 alone)."""
+    r = site.get("/?from=2026-02-30&agent=main")
+    assert r.status_code == 400 and 'class="ab-notice ab-problems"' in r.text
+    assert "from must be a day" in r.text and 'value="2026-02-30"' in r.text and 'ab-session-list' in r.text
+    r = site.get("/?days=bogus")
+    assert r.status_code == 200 and "is not a number of days" in r.text and "ab-session-list" in r.text
+    assert site.get("/-/agentbase/sessions.json?from=2026-02-30").status_code == 400
+    dash = site.get("/-/agentbase?days=bogus")
+    assert dash.status_code == 200 and "is not a number of days" in dash.text
+    assert "ab-problems" not in site.get("/?days=7").text and "ab-problems" not in site.get("/-/agentbase").text
