@@ -74,6 +74,7 @@ SESSIONS = [
 SID = {name: f"{k + 1:08x}-0000-4000-8000-{k + 1:012x}" for k, (name, *_rest) in enumerate(SESSIONS)}
 # many sessions with one shared word, to page through
 PAGED = 30
+MANY = 130  # messages of one session with one shared word: the message search's pages
 
 
 @pytest.fixture(scope="module")
@@ -82,6 +83,10 @@ def snapshot(tmp_path_factory) -> Path:
     for name, server, agent, hours, tool, turns in SESSIONS:
         write(sessions_dir(tmp / server, agent) / f"{SID[name]}.jsonl",
               _session(SID[name], T0 + timedelta(hours=hours), turns, tool))
+    many = f"{999:08x}-0000-4000-a000-{999:012x}"
+    write(sessions_dir(tmp / "gamma", "bulk") / f"{many}.jsonl",
+          _session(many, T0 + timedelta(days=2), [("assistant" if k % 2 else "user", f"armadillo note {k}")
+                                                  for k in range(MANY)]))
     for k in range(PAGED):
         sid = f"{k + 1:08x}-0000-4000-9000-{k + 1:012x}"
         write(sessions_dir(tmp / "gamma", "bulk") / f"{sid}.jsonl",
@@ -293,3 +298,18 @@ def test_bad_syntax_on_the_page_is_a_message_not_a_500(site):
     assert r.status_code == 400 and not r.json()["ok"] and "OR needs a word" in r.json()["error"]
     r = site.get("/?q=" + quote("<script>alert(1)</script> OR"))
     assert r.status_code == 200 and "<script>alert(1)" not in r.text
+
+
+def test_the_message_search_pages_past_100_with_a_total_and_a_relevance(site):
+    first = site.rows("search", q="armadillo")
+    assert len(first) == 100 and first[0]["found"] == f"1 of {MANY}" and first[-1]["found"] == f"100 of {MANY}"
+    assert first[0]["relevance"] == 100 and all(0 < r["relevance"] <= 100 for r in first)
+    assert json.loads(first[-1]["next"])["href"].endswith("page=2")
+    second = site.rows("search", q="armadillo", page="2")
+    assert len(second) == MANY - 100 and second[0]["found"] == f"101 of {MANY}" and second[-1]["next"] is None
+    ids = {r["message"] for r in first} | {r["message"] for r in second}
+    assert len(ids) == MANY
+    assert site.rows("search", q="armadillo", page="3") == []
+    assert site.rows("search", q="armadillo", page="x")[0]["found"] == f"1 of {MANY}"  # (a bad page: the first)
+    filtered = site.rows("search", q="armadillo", agent="bulk", page="2")
+    assert len(filtered) == MANY - 100 and filtered[0]["found"] == f"101 of {MANY}"
