@@ -426,7 +426,8 @@ def search(query, snapshot, agent, server, source, since, until, limit, as_json)
     for rank, s in enumerate(sessions, 1):
         click.echo("")
         title = clean((s["title"] or "(untitled)").replace("\n", " "))[:100]
-        matches = f"{s['matches']}{'' if s['matches_exact'] else '+'} matching message{'s' if s['matches'] != 1 else ''}"
+        plural = "s" if s["matches"] != 1 else ""
+        matches = f"{s['matches']}{'' if s['matches_exact'] else '+'} matching message{plural}"
         click.echo(f"{rank}. {title}" + ("   (some of the words)" if s["partial"] else ""))
         click.echo(f"   {clean(s['source'] or '')} · {clean(s['agent_id'] or '')}@{clean(s['server'] or '')} · "
                    f"{(s['started_local'] or '')[:16]} · {matches} · relevance {S.relevance_label(s['relevance'])}")

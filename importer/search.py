@@ -15,8 +15,8 @@ types into the matching FTS5 query: every term becomes a phrase of the same
 tokens, so 部署, 服务器, ``rm -rf`` and ``/var/log`` all match where they occur.
 
 A single character is searched as a prefix (``锁*``: the pairs it starts, and itself, which the
-index also holds for the last character of every run). English matches whole words (``nginx`` finds ``nginx.conf``, ``ngin``
-does not, unless written ``ngin*``).
+index also holds for the last character of every run). English matches whole words (``nginx``
+finds ``nginx.conf``, ``ngin`` does not, unless written ``ngin*``).
 """
 
 from __future__ import annotations
@@ -51,8 +51,9 @@ def index_text(text: str, ends: bool = True) -> str:
     """The text as the FTS index should see it: CJK runs as character pairs, each run between
     spaces; after the text, on a line of their own, the last character of every run of two or more
     (so that a single character is found wherever it is: as the start of a pair, alone, or there;
-    after the text, so that no phrase is broken by them). (split and one list, not sub with a function: a third less time, the same text; a
-    text of many runs has them all paired at once, the same text again.)"""
+    after the text, so that no phrase is broken by them); ``ends=False``: without that line (a query's
+    tokens). (split and one list, not sub with a function: a third less time, the same text; a text of
+    many runs has them all paired at once, the same text again.)"""
     if text.isascii():  # a fast way out for most text
         return text
     parts = _CJK_SPLIT.split(text)
