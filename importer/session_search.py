@@ -21,10 +21,11 @@ The ranking (:func:`search`), measured by bench/search_quality.py (docs/search.m
   1) add their BM25 times 1.5;
 - a session's score sums, for every part of the query, its best message and half of the next two,
   so that several matching messages count but a long session does not win on length alone, plus its
-  best message that holds the whole query at once (the words together beat the words apart);
-- equal scores: the newest session first;
-- after every session that holds each part of the query: those that hold some (``partial``), their
-  score scaled by the share of the parts they hold.
+  best message that holds the whole query at once;
+- first the sessions with a message (or a title) that holds the whole query, then those that hold
+  every part in different messages, then those that hold some (``partial``, their score scaled by the
+  share of the parts they hold); by score within each; equal scores: the newest session first. When
+  the first kind fills the page, the parts are not read apart (``count_exact`` false).
 
 Candidates are read from the index alone, best first: at most ``CANDIDATES`` messages for the whole
 query and for each of its parts, so a query costs a few index reads whatever the archive's size
@@ -282,21 +283,25 @@ class Hit:
     timestamp: str | None
 
 
-def _message_hits(conn, expr: str, where: str, params: list) -> tuple[list[Hit], bool]:
+def _message_hits(conn, expr: str, where: str, params: list, allowed: set[int] | None) -> tuple[list[Hit], bool]:
     """The best CANDIDATES matching messages (one copy of each: usage_counted = 1), and whether there
-    were more."""
-    if where:
-        sql = ("SELECT f.rowid, bm25(messages_fts), m.session_id, m.role, m.is_context, m.timestamp "
-               "FROM messages_fts f JOIN messages m ON m.id = f.rowid JOIN session_list s ON s.id = m.session_id "
-               f"WHERE messages_fts MATCH ? AND m.usage_counted = 1 AND {where} ORDER BY 2 LIMIT ?")
-        rows = conn.execute(sql, [expr, *params, CANDIDATES + 1]).fetchall()
-    else:
-        sql = ("WITH best AS MATERIALIZED (SELECT rowid AS id, bm25(messages_fts) AS rank FROM messages_fts "
-               "WHERE messages_fts MATCH ? ORDER BY rank LIMIT ?) "
-               "SELECT b.id, b.rank, m.session_id, m.role, m.is_context, m.timestamp FROM best b "
-               "JOIN messages m ON m.id = b.id WHERE m.usage_counted = 1 ORDER BY b.rank")
-        rows = conn.execute(sql, [expr, CANDIDATES + 1]).fetchall()
-    more = len(rows) > CANDIDATES
+    were more. With filters (``allowed``: the sessions they select): the best of the whole index kept
+    when enough of them pass, else every match the filters select ranked (a narrow filter)."""
+    sql = ("WITH best AS MATERIALIZED (SELECT rowid AS id, bm25(messages_fts) AS rank FROM messages_fts "
+           "WHERE messages_fts MATCH ? ORDER BY rank LIMIT ?) "
+           "SELECT b.id, b.rank, m.session_id, m.role, m.is_context, m.timestamp, (SELECT COUNT(*) FROM best) "
+           "FROM best b JOIN messages m ON m.id = b.id WHERE m.usage_counted = 1 ORDER BY b.rank")
+    rows = conn.execute(sql, [expr, CANDIDATES + 1]).fetchall()
+    more = bool(rows) and rows[0][6] > CANDIDATES
+    if allowed is not None:
+        kept = [r for r in rows if r[2] in allowed]
+        if more and len(kept) < CANDIDATES // 10:
+            sql = ("SELECT f.rowid, bm25(messages_fts), m.session_id, m.role, m.is_context, m.timestamp "
+                   "FROM messages_fts f JOIN messages m ON m.id = f.rowid JOIN session_list s ON s.id = m.session_id "
+                   f"WHERE messages_fts MATCH ? AND m.usage_counted = 1 AND {where} ORDER BY 2 LIMIT ?")
+            kept = conn.execute(sql, [expr, *params, CANDIDATES + 1]).fetchall()
+            more = len(kept) > CANDIDATES
+        rows = kept
     return [Hit(r[0], r[2], -r[1] * _weight(r[3], r[4]), r[5]) for r in rows[:CANDIDATES]], more
 
 
@@ -329,13 +334,19 @@ def search(conn: sqlite3.Connection, q: str, options: Options | None = None,
             return {"query": q, "fts": "", "filters": {}, "count": 0, "count_exact": True, "partial_count": 0,
                     "offset": offset, "limit": limit, "sessions": [], "note": "nothing to search for: type a word"}
         return _newest(conn, query, where, params, limit, offset, href)
+    allowed = {r[0] for r in conn.execute(f"SELECT s.id FROM session_list s WHERE {where}", params)} if where else None
     try:
-        whole, truncated = _message_hits(conn, query.fts(), where, params)
+        whole, truncated = _message_hits(conn, query.fts(), where, params, allowed)
         whole_titles = _title_hits(conn, query.fts(), where, params)
         parts: list[tuple[list[Hit], dict[int, float]]] = []
-        if len(query.clauses) > 1:
+        together = {h.session_id for h in whole} | set(whole_titles)
+        if len(query.clauses) > 1 and len(together) >= offset + limit:
+            # enough sessions hold the whole query in one message (or their title): they come first, so the
+            # words apart are not read (there may be more sessions, with the words apart: count_exact false)
+            truncated = True
+        elif len(query.clauses) > 1:
             for clause in query.clauses:
-                hits, more = _message_hits(conn, query.clause_fts(clause), where, params)
+                hits, more = _message_hits(conn, query.clause_fts(clause), where, params, allowed)
                 truncated = truncated or more
                 parts.append((hits, _title_hits(conn, query.clause_fts(clause), where, params)))
     except sqlite3.OperationalError as exc:
@@ -365,6 +376,7 @@ def search(conn: sqlite3.Connection, q: str, options: Options | None = None,
     ranked = []
     for sid, e in sessions.items():
         partial = False
+        tier = 0 if e["whole"] or e["title"] else 1
         if parts:
             # every part must be found in the session: in a message, the title or the first prompt, or
             # a message that holds the whole query; a session with some of them comes after every one
@@ -374,18 +386,20 @@ def search(conn: sqlite3.Connection, q: str, options: Options | None = None,
             score += max(e["whole"], default=0.0) + e["title"]
             if found < len(parts) and not (e["whole"] or e["title"]):
                 partial = True
+                tier = 2
                 score *= found / len(parts)
         else:
             score = _part_score(e["whole"]) + e["title"]
-        ranked.append((partial, score, sid, e))
+        ranked.append((tier, score, sid, e))
     info = _sessions_info(conn, [r[2] for r in ranked])
     ranked = [r for r in ranked if r[2] in info]
     ranked.sort(key=lambda r: (r[0], -round(r[1], 9), _neg(info[r[2]]["last_message_at"]), -r[2]))
-    total = sum(1 for r in ranked if not r[0])
+    total = sum(1 for r in ranked if r[0] < 2)
     page = ranked[offset:offset + limit]
     top = ranked[0][1] if ranked else 0.0
     out = []
-    for partial, score, sid, e in page:
+    for tier, score, sid, e in page:
+        partial = tier == 2
         hits = sorted(e["hits"].values(), key=lambda h: -h.score)
         first = min(hits, key=lambda h: (h.timestamp or "", h.id)) if hits else None
         shown = hits[:SNIPPETS]

@@ -240,9 +240,12 @@ def test_the_cli(snapshot, names):
     assert got.exit_code == 0, got.output
     data = json.loads(got.output)
     assert [names[s["id"]] for s in data["sessions"]] == ["reader"]
-    got = runner.invoke(cli, ["search", "--snapshot", str(snapshot), "narwhal pelican", "--limit", "1"])
+    got = runner.invoke(cli, ["search", "--snapshot", str(snapshot), "narwhal pelican"])
     assert got.exit_code == 0 and "2 sessions with every word" in got.output
     assert "[narwhal]" in got.output and "/-/agentbase/session/" in got.output
+    # one session: the one with both words in one message fills it (the words apart are not read)
+    got = runner.invoke(cli, ["search", "--snapshot", str(snapshot), "narwhal pelican", "--limit", "1"])
+    assert got.exit_code == 0 and "1 or more session with every word" in got.output
     assert got.output.count("\n1. ") == 1 and "\n2. " not in got.output
     got = runner.invoke(cli, ["search", "--snapshot", str(snapshot), '"walrus'])
     assert got.exit_code == 1 and "quote" in got.output and "Traceback" not in got.output
@@ -313,3 +316,13 @@ def test_the_message_search_pages_past_100_with_a_total_and_a_relevance(site):
     assert site.rows("search", q="armadillo", page="x")[0]["found"] == f"1 of {MANY}"  # (a bad page: the first)
     filtered = site.rows("search", q="armadillo", agent="bulk", page="2")
     assert len(filtered) == MANY - 100 and filtered[0]["found"] == f"101 of {MANY}"
+
+
+def test_a_narrow_filter_finds_its_session_beyond_the_best_of_the_whole_index(conn, names, monkeypatch):
+    # the best few of the whole index are all another agent's: the filter's own matches are ranked then
+    monkeypatch.setattr(S, "CANDIDATES", 10)
+    assert found(conn, names, "armadillo OR quokka agent:ops") == ["reader"]
+    assert found(conn, names, "armadillo OR quokka", server=["alpha"]) == ["runner"]
+    result = S.search(conn, "armadillo")
+    assert not result["count_exact"] and result["sessions"][0]["matches"] == 10
+    assert not result["sessions"][0]["matches_exact"]
