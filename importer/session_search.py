@@ -393,7 +393,9 @@ def search(conn: sqlite3.Connection, q: str, options: Options | None = None,
         ranked.append((tier, score, sid, e))
     info = _sessions_info(conn, [r[2] for r in ranked])
     ranked = [r for r in ranked if r[2] in info]
-    ranked.sort(key=lambda r: (r[0], -round(r[1], 9), _neg(info[r[2]]["last_message_at"]), -r[2]))
+    # newest first, then (a stable sort) by kind and score: equal scores stay newest first
+    ranked.sort(key=lambda r: (info[r[2]]["last_message_at"] or "", r[2]), reverse=True)
+    ranked.sort(key=lambda r: (r[0], -round(r[1], 9)))
     total = sum(1 for r in ranked if r[0] < 2)
     page = ranked[offset:offset + limit]
     top = ranked[0][1] if ranked else 0.0
@@ -419,11 +421,6 @@ def search(conn: sqlite3.Connection, q: str, options: Options | None = None,
     return {"query": q, "fts": query.fts(), "filters": {k: v for k, v in query.filters.items()},
             "count": total, "count_exact": not truncated, "partial_count": len(ranked) - total,
             "offset": offset, "limit": limit, "sessions": out}
-
-
-def _neg(value: str | None) -> str:
-    """A sort key that orders ISO timestamps newest first."""
-    return "".join(chr(0x10FFFF - ord(c)) for c in (value or ""))
 
 
 _INFO_COLUMNS = ("id", "session_uuid", "title", "agent_id", "server", "source", "project", "started_local",
