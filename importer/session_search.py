@@ -19,9 +19,10 @@ The ranking (:func:`search`), measured by bench/search_quality.py (docs/search.m
   injected context 0.3;
 - each session's title and first prompt (``session_list_fts``, the title weighted 2 to the prompt's
   1) add their BM25 times 1.5;
-- a session's score sums, for every part of the query, its best message and half of the next two,
-  so that several matching messages count but a long session does not win on length alone, plus its
-  best message that holds the whole query at once;
+- a session's score is its best message that holds the whole query plus half of the next two (so
+  that several matching messages count but a long session does not win on length alone); a session
+  that holds the words only apart scores the same sum for every part of the query (each word or OR
+  group), added up;
 - first the sessions with a message (or a title) that holds the whole query, then those that hold
   every part in different messages, then those that hold some (``partial``, their score scaled by the
   share of the parts they hold); by score within each; equal scores: the newest session first. When
@@ -382,8 +383,10 @@ def search(conn: sqlite3.Connection, q: str, options: Options | None = None,
             # a message that holds the whole query; a session with some of them comes after every one
             # that has them all (its score scaled by the share of the parts it has)
             found = sum(1 for k in range(len(parts)) if e["parts"][k] or e["part_titles"][k])
-            score = sum(_part_score(e["parts"][k]) + e["part_titles"][k] for k in range(len(parts)))
-            score += max(e["whole"], default=0.0) + e["title"]
+            if tier == 0:  # (scored as when the parts are not read: the same order on every page)
+                score = _part_score(e["whole"]) + e["title"]
+            else:
+                score = sum(_part_score(e["parts"][k]) + e["part_titles"][k] for k in range(len(parts)))
             if found < len(parts) and not (e["whole"] or e["title"]):
                 partial = True
                 tier = 2

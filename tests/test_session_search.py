@@ -226,10 +226,13 @@ def test_punctuation_alone_finds_nothing_and_is_no_error(conn):
 
 
 def test_paging_adds_up(conn):
-    seen = []
-    for offset in range(0, PAGED, 7):
-        seen += [s["id"] for s in S.search(conn, "capybara", S.Options(limit=7, offset=offset))["sessions"]]
-    assert len(seen) == len(set(seen)) == PAGED
+    # one word; and two words in one message, whose last page reads the words apart too: the same order
+    for q in ("capybara", "capybara report"):
+        seen = []
+        for offset in range(0, PAGED, 7):
+            seen += [s["id"] for s in S.search(conn, q, S.Options(limit=7, offset=offset))["sessions"]]
+        assert len(seen) == len(set(seen)) == PAGED, q
+        assert seen == [s["id"] for s in S.search(conn, q, S.Options(limit=PAGED))["sessions"]], q
 
 
 # -- the CLI -----------------------------------------------------------------------------------------
