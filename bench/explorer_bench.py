@@ -181,8 +181,8 @@ def session_list_checks(conn: sqlite3.Connection, agent: str, server: str) -> li
     # the session search (importer/session_search.py): every query shape of bench/search_questions.json
     for shape, q in (("a word", "timeout"), ("two words", "nginx timeout"), ("three words", "redis latency deploy"),
                      ("a phrase", '"permission denied"'), ("OR", "nginx OR apache"), ("-word", "nginx -timeout"),
-                     ("prefix*", "ngin*"), ("Chinese words", "部署 证书"), ("a single CJK character", "锁"),
-                     ("an identifier", "nginx.conf"), ("tool: filter", "timeout tool:exec"),
+                     ("prefix*", "ngin*"), ("Chinese words", "部署 证书"), ("a single CJK character", "署"),
+                     ("an identifier", "/var/log/nginx/error.log"), ("a file name", "error.log"), ("tool: filter", "timeout tool:exec"),
                      ("agent: filter", f"timeout agent:{agent}")):
         checks.append((f"session search, {shape}: q={q}", f"/-/agentbase/sessions.json?q={quote(q)}"))
     checks += [("sessions all filters: agent, server, source, 30 days, errors, thinking, q=部署",
