@@ -373,7 +373,18 @@ async def sessions_view(datasette, request, as_json: bool = False):
         next_href = (base + ".json" if as_json else self_href) + "?" + urlencode(params)
     search_href = None
     if f.q:
-        params = [("q", f.q)] + [(k, v) for k, v in (("agent", f.agent), ("server", f.server)) if v]
+        # the message search takes words, not the session search's filters: those become its parameters
+        words, given = f.q, {}
+        try:
+            parsed = session_search.parse(f.q)
+            if parsed.filters:
+                words = " ".join(t.highlight() for c in parsed.clauses for t in c)
+                given = {k: v[0] for k, v in parsed.filters.items() if k in ("agent", "server", "source")}
+        except session_search.QueryError:
+            pass
+        params = [("q", words)] + [(k, v) for k, v in (("agent", f.agent or given.get("agent")),
+                                                       ("server", f.server or given.get("server")),
+                                                       ("source", given.get("source"))) if v]
         search_href = str(datasette.urls.query(db.name, "search")) + "?" + urlencode(params)
     if as_json:
         if data.get("error"):

@@ -278,8 +278,10 @@ def test_the_page_and_its_json(site, names):
     page = site.get("/?q=walrus").text
     assert "<mark>walrus</mark>" in page and "matching message" in page and "best first" in page
     assert f'href="{row["match_href"]}"' in page
-    data = site.get("/-/agentbase/sessions.json?q=" + quote("quokka tool:read")).json()
+    data = site.get("/-/agentbase/sessions.json?q=" + quote("quokka tool:read agent:ops")).json()
     assert [names[r["id"]] for r in data["rows"]] == ["reader"]
+    # the link to the message search carries the words, and the filters it knows as its parameters
+    assert data["search_messages_url"].endswith("/search?q=quokka&agent=ops")
     data = site.get("/-/agentbase/sessions.json?agent=ops&q=quokka").json()
     assert [names[r["id"]] for r in data["rows"]] == ["reader"]
     data = site.get("/-/agentbase/sessions.json?q=" + quote("锁")).json()
