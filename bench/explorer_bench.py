@@ -7,7 +7,7 @@ session of >= 2,000 messages, imports it into the embedded SQLite store, replica
 snapshot with a real `agentbase serve` on a free loopback port and prints the median time of
 --repeat requests (after one warm-up) for:
   - each canned query, with its defaults (the latest day, every agent) and for one agent (target < 100 ms);
-  - a search (target < 200 ms);
+  - a search (target < 200 ms), and its pages 2 and 5 (past 100 rows: target < 200 ms);
   - the messages table page with its facets (target < 500 ms);
   - the conversation view of the 2,000-message session (target < 1 s);
   - the session export of that session: its .json (every message with its blocks; target < 1 s), and
@@ -21,6 +21,8 @@ snapshot with a real `agentbase serve` on a free loopback port and prints the me
     searches, everything at once, and a page from the middle of the list (keyset) (target < 300 ms);
   - the Reports page: each report (per day, week, month, model, session), with filters, as JSON and CSV:
     the first visit and the median (target < 300 ms);
+  - the session search (the browser's ``q``, importer/session_search.py) for each query shape: a word, words,
+    a phrase, OR, -word, prefix*, Chinese, a single CJK character, an identifier, tool: and agent: (< 300 ms);
     and what building session_list cost inside the export (or, on a reused snapshot made before it
     existed, when added in place).
 
@@ -178,6 +180,13 @@ def session_list_checks(conn: sqlite3.Connection, agent: str, server: str) -> li
                ("sessions has errors", "/?errors=1"),
                ("sessions has thinking", "/?thinking=1")]
     checks += [(f"sessions q={q} ({n:,} sessions)", f"/?q={quote(q)}") for q, n in hits.items()]
+    # the session search (importer/session_search.py): every query shape of bench/search_questions.json
+    for shape, q in (("a word", "timeout"), ("two words", "nginx timeout"), ("three words", "redis latency deploy"),
+                     ("a phrase", '"permission denied"'), ("OR", "nginx OR apache"), ("-word", "nginx -timeout"),
+                     ("prefix*", "ngin*"), ("Chinese words", "部署 证书"), ("a single CJK character", "署"),
+                     ("an identifier", "/var/log/nginx/error.log"), ("a file name", "error.log"), ("tool: filter", "timeout tool:exec"),
+                     ("agent: filter", f"timeout agent:{agent}")):
+        checks.append((f"session search, {shape}: q={q}", f"/-/agentbase/sessions.json?q={quote(q)}"))
     checks += [("sessions all filters: agent, server, source, 30 days, errors, thinking, q=部署",
                 f"/?agent={quote(agent)}&server={quote(server)}&source=openclaw&days=30&errors=1&thinking=1"
                 f"&q={quote('部署')}"),
@@ -296,6 +305,11 @@ def main() -> None:
             q = searches[-1]
             checks.append((f"search q={q}, agent={agent}", f"/{db}/search?q={quote(q)}&agent={agent}", 200))
             checks.append((f"search JSON q={q}", f"/{db}/search.json?_shape=array&q={quote(q)}", 200))
+            for page in ("2", "5"):  # paging past 100: page n ranks the best 100 * n
+                checks.append((f"search JSON q={q}, page {page}", f"/{db}/search.json?_shape=array&q={quote(q)}"
+                               f"&page={page}", 200))
+            checks.append((f"search JSON q={q}, agent={agent}, page 2",
+                           f"/{db}/search.json?_shape=array&q={quote(q)}&agent={agent}&page=2", 200))
             checks.append(("messages table page with facets", f"/{db}/messages", 500))
             checks.append((f"conversation view ({long_count:,} messages)", f"/-/agentbase/session/{long_id}", 1000))
             checks.append((f"session export .json ({long_count:,} messages)", f"/-/agentbase/session/{long_id}.json",

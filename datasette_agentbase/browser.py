@@ -9,10 +9,14 @@ parameters, so a page is a bookmark:
 - ``days`` (1, 7, 30: the days up to the snapshot's latest day), or ``from`` / ``to`` (local
   ``YYYY-MM-DD``, either end open): sessions active in the range (first day <= to, last day >= from);
 - ``errors=1`` (a failed tool call or a model error), ``thinking=1``;
-- ``q``: words of the title or the first prompt (``session_list_fts``, through importer.search's
-  ``fts_query``, so Chinese works as in the message search);
+- ``q``: the session search (importer/session_search.py, docs/search.md): the sessions whose messages,
+  title or first prompt hold the words, best first, each with its best matching messages as snippets,
+  their number, a relevance and a link to the conversation at the first match; the query's own
+  ``agent:``, ``server:``, ``source:``, ``tool:`` add to the filters; bad syntax is a message on the page
+  (a 400 of the JSON), never a 500;
 - ``limit`` (rows a page, default 50, at most 500) and ``after`` (``<last_message_at>|<id>`` of the
-  previous page's last row: keyset paging, never OFFSET).
+  previous page's last row: keyset paging, never OFFSET); a search pages by ``start`` (its rank order
+  has no key to keep).
 
 A snapshot without ``session_list`` (exported by an older AgentBase) gets a page that says so, with
 links to the sessions table and the dashboard. When no AgentBase snapshot is served, ``/`` is
@@ -30,17 +34,19 @@ from urllib.parse import urlencode
 
 from datasette.utils.asgi import BadRequest, NotFound, Response
 
+from importer import session_search
 from importer.search import fts_query
 
 from . import facts
 from .facts import SESSION_LIST, SESSION_LIST_COLUMNS, SESSION_LIST_FTS
 
-from . import dashboard, live, live_pages, served
+from . import dashboard, live, live_pages, render, served
 
 PAGE_SIZE = 50
 MAX_PAGE = 500
 PRESETS = (("1", "today"), ("7", "7 days"), ("30", "30 days"))
 PARAMS = ("agent", "server", "source", "days", "from", "to", "errors", "thinking", "q", "limit")
+MAX_START = 10_000  # the deepest a search pages
 _DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
 COLUMNS = tuple(SESSION_LIST_COLUMNS)
 
@@ -58,6 +64,7 @@ class Filters:
     q: str | None = None
     limit: int = PAGE_SIZE
     after: tuple[str, int] | None = None
+    start_at: int = 0  # a search's page: the rank of its first row (0: the best)
     # what a person typed that could not be used (a message each, shown on the page; the page keeps
     # the value in its form, to be fixed): parse(strict=False)
     problems: list[str] = field(default_factory=list)
@@ -118,6 +125,9 @@ def parse(args, strict: bool = True) -> Filters:
     limit = args.get("limit")
     if limit and limit.isdigit():
         f.limit = max(1, min(int(limit), MAX_PAGE))
+    start = args.get("start") or ""
+    if start.isdigit():
+        f.start_at = min(int(start), MAX_START)
     after = args.get("after")
     if after:
         at, _, row_id = after.rpartition("|")
@@ -219,13 +229,48 @@ def resolve_range(f: Filters, latest: str | None) -> None:
         f.end = latest
 
 
-def load(conn: sqlite3.Connection, f: Filters, database: str | None = None) -> dict:
+def search(conn: sqlite3.Connection, f: Filters, href) -> dict:
+    """A page of the session search: its sessions as the list's rows (every column), each with what the
+    search found (snippets, matches, relevance, the link at the first match)."""
+    options = session_search.Options(
+        agent=[f.agent] if f.agent else [], server=[f.server] if f.server else [],
+        source=[f.source] if f.source else [], since=f.start, until=f.end, errors=f.errors, thinking=f.thinking,
+        limit=f.limit, offset=f.start_at)
+    try:
+        found = session_search.search(conn, f.q, options, session_href=href)
+    except session_search.QueryError as exc:
+        return {"rows": [], "more": False, "count": 0, "skipped": f.start_at, "error": str(exc), "search": None}
+    ids = [s["id"] for s in found["sessions"]]
+    full = {}
+    if ids:
+        cur = conn.execute(f"SELECT {', '.join(COLUMNS)} FROM {SESSION_LIST} WHERE id IN "
+                           f"({', '.join('?' * len(ids))})", ids)
+        names = [d[0] for d in cur.description]
+        full = {r[0]: dict(zip(names, r)) for r in cur.fetchall()}
+    keep = ("score", "relevance", "matches", "matches_exact", "title_match", "partial", "first_match_id", "snippets")
+    rows = []
+    for s in found["sessions"]:
+        row = full.get(s["id"])
+        if row is not None:
+            row.update({k: s[k] for k in keep})
+            row["match_href"] = s["href"]
+            rows.append(row)
+    listed = found["count"] + found["partial_count"]
+    return {"rows": rows, "more": f.start_at + len(rows) < listed and f.start_at + f.limit <= MAX_START,
+            "count": found["count"], "skipped": f.start_at, "error": None,
+            "search": {k: found[k] for k in ("fts", "filters", "count_exact", "partial_count")}
+            | {"note": found.get("note")}}
+
+
+def load(conn: sqlite3.Connection, f: Filters, database: str | None = None, href=None) -> dict:
     """Everything a page shows (runs in Datasette's SQL thread)."""
     if not facts.has_tables(conn, SESSION_LIST, SESSION_LIST_FTS):
         return {"missing": True, "meta": _meta(conn)}
     version = live.version(conn)  # (first: an update landing meanwhile is a change the live page sees next)
     choices = _choices(conn, database)
     resolve_range(f, choices["latest"])
+    if f.q:
+        return {"missing": False, "meta": _meta(conn), "choices": choices, **search(conn, f, href)}
     sql, params = page_sql(f)
     cur = conn.execute(sql, params)
     names = [d[0] for d in cur.description]
@@ -309,7 +354,11 @@ async def sessions_view(datasette, request, as_json: bool = False):
     db = await served.snapshot_db(datasette, request)
     await served.check(datasette, request, db.name)
     f = parse(request.args, strict=as_json)
-    data = await db.execute_fn(lambda conn: load(conn, f, db.name))
+
+    def match_href(session_id, message_id=None):
+        return served.session_path(datasette, db.name, session_id, message_id)
+
+    data = await db.execute_fn(lambda conn: load(conn, f, db.name, match_href))
     keep_db = [("db", db.name)] if request.args.get("db") else []
     base = str(datasette.urls.path("-/agentbase/sessions"))
     self_href = str(datasette.urls.instance()) if request.path == "/" else base
@@ -333,22 +382,42 @@ async def sessions_view(datasette, request, as_json: bool = False):
     for r in rows:
         r["href"] = served.session_path(datasette, db.name, r["id"])
     next_href = None
-    if data["more"] and rows:
+    if data["more"] and rows and f.q:
+        params = keep_db + f.params() + [("start", str(f.start_at + len(rows)))]
+        next_href = (base + ".json" if as_json else self_href) + "?" + urlencode(params)
+    elif data["more"] and rows:
         last = rows[-1]
         params = keep_db + f.params() + [("after", f"{last['last_message_at']}|{last['id']}")]
         next_href = (base + ".json" if as_json else self_href) + "?" + urlencode(params)
     search_href = None
     if f.q:
-        params = [("q", f.q)] + [(k, v) for k, v in (("agent", f.agent), ("server", f.server)) if v]
+        # the message search takes words, not the session search's filters: those become its parameters
+        words, given = f.q, {}
+        try:
+            parsed = session_search.parse(f.q)
+            if parsed.filters:
+                words = " ".join(t.highlight() for c in parsed.clauses for t in c)
+                given = {k: v[0] for k, v in parsed.filters.items() if k in ("agent", "server", "source")}
+        except session_search.QueryError:
+            pass
+        params = [("q", words)] + [(k, v) for k, v in (("agent", f.agent or given.get("agent")),
+                                                       ("server", f.server or given.get("server")),
+                                                       ("source", given.get("source"))) if v]
         search_href = str(datasette.urls.query(db.name, "search")) + "?" + urlencode(params)
     if as_json:
-        return Response.json({
+        if data.get("error"):
+            return Response.json({"ok": False, "error": data["error"], "rows": []}, status=400)
+        body = {
             "ok": True, "database": db.name, "timezone": data["meta"].get("timezone"),
             "filters": dict(f.params()), "from": f.start, "to": f.end, "count": data["count"],
             "skipped": data["skipped"],
             "rows": rows, "next": f"{rows[-1]['last_message_at']}|{rows[-1]['id']}" if next_href else None,
             "next_url": next_href, "search_messages_url": search_href,
-        })
+        }
+        if f.q:
+            body["next"] = str(f.start_at + len(rows)) if next_href else None
+            body["search"] = data["search"]
+        return Response.json(body)
     choices = data["choices"]
     latest = choices["latest"]
     exported_day = dashboard._local_day(data["meta"].get("exported_at"), data["meta"].get("timezone"))
@@ -368,6 +437,9 @@ async def sessions_view(datasette, request, as_json: bool = False):
                                ("q", f.q, "search")):
         if value:
             active.append({"name": label, "value": value, "href": href(**{name: None})})
+    shown = [present(r) for r in rows]
+    for r in shown:
+        r["snippets"] = [{**snip, "html": render.render_snippet(snip["snippet"])} for snip in r.get("snippets", [])]
     context = {
         "missing": False,
         "database": db.name,
@@ -377,10 +449,14 @@ async def sessions_view(datasette, request, as_json: bool = False):
         "keep_db": keep_db,
         "f": f,
         "page_size": PAGE_SIZE,
-        "rows": [present(r) for r in rows],
+        "rows": shown,
+        "relevance_label": session_search.relevance_label,
         "count": data["count"],
         "skipped": data["skipped"],
-        "paged": f.after is not None,
+        "paged": f.after is not None or bool(f.q and f.start_at),
+        "searched": bool(f.q),
+        "search_error": data.get("error"),
+        "search": data.get("search"),
         "first_href": href(),
         "next_href": next_href,
         "json_href": href(base + ".json"),

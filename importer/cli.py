@@ -435,6 +435,72 @@ def report(kind, db, since, until, agent, server, source, breakdown, order, as_j
 
 
 @cli.command()
+@click.argument("query")
+@click.option("--snapshot", "snapshot", type=click.Path(),
+              help="The snapshot to search (default: snapshot.db beside the embedded store, as serve finds it).")
+@click.option("--agent", multiple=True, help="Only this agent (again: either).")
+@click.option("--server", multiple=True, help="Only this server (again: either).")
+@click.option("--source", multiple=True, help="Only this source kind (openclaw, claude-code, codex, ...).")
+@click.option("--since", help="Sessions active on or after this local day (YYYY-MM-DD).")
+@click.option("--until", help="Sessions active on or before this local day (YYYY-MM-DD).")
+@click.option("--limit", default=10, show_default=True, type=click.IntRange(1, 500), help="Sessions to show.")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object: count and the ranked sessions.")
+def search(query, snapshot, agent, server, source, since, until, limit, as_json):
+    """Which session was it? Ranked sessions of the snapshot (redacted) for QUERY, each with its best
+    matching messages. QUERY: words (all must occur), a OR b, -word, "a phrase", prefix*, and the
+    filters agent:, server:, source:, tool: (docs/search.md)."""
+    import sqlite3
+
+    from . import session_search as S
+    from .snapshot import check_servable, default_snapshot_path
+    from .terminal import clean, json_text
+
+    path = Path(snapshot).expanduser() if snapshot else default_snapshot_path()
+    try:
+        check_servable(path)
+    except StoreError as exc:
+        raise click.ClickException(str(exc)) from None
+    try:
+        options = S.Options(agent=list(agent), server=list(server), source=list(source),
+                            since=S.check_day(since, "--since"), until=S.check_day(until, "--until"), limit=limit)
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            if not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'session_list_fts'").fetchone():
+                raise click.ClickException("this snapshot has no session list: export it again with this version "
+                                           "of AgentBase (agentbase export)")
+            found = S.search(conn, query, options)
+        finally:
+            conn.close()
+    except S.QueryError as exc:
+        raise click.ClickException(str(exc)) from None
+    except sqlite3.Error as exc:
+        raise click.ClickException(f"cannot read the snapshot at {path}: {exc}") from None
+    if as_json:
+        click.echo(json_text(orjson.dumps(found).decode()))
+        return
+    sessions = found["sessions"]
+    if not sessions:
+        click.echo(found.get("note") or "no session found")
+        return
+    more = "" if found["count_exact"] else " or more"
+    partial = f" (and {found['partial_count']} with some of the words)" if found["partial_count"] else ""
+    click.echo(f"{found['count']}{more} session{'s' if found['count'] != 1 else ''} with every word{partial}, "
+               "best first:")
+    for rank, s in enumerate(sessions, 1):
+        click.echo("")
+        title = clean((s["title"] or "(untitled)").replace("\n", " "))[:100]
+        plural = "s" if s["matches"] != 1 else ""
+        matches = f"{s['matches']}{'' if s['matches_exact'] else '+'} matching message{plural}"
+        click.echo(f"{rank}. {title}" + ("   (some of the words)" if s["partial"] else ""))
+        click.echo(f"   {clean(s['source'] or '')} · {clean(s['agent_id'] or '')}@{clean(s['server'] or '')} · "
+                   f"{(s['started_local'] or '')[:16]} · {matches} · relevance {S.relevance_label(s['relevance'])}")
+        click.echo(f"   {s['href']}   (session {s['session_uuid']})")
+        for snip in s["snippets"]:
+            text = clean(snip["snippet"]).replace("<mark>", "[").replace("</mark>", "]")
+            click.echo(f"   - {snip['role']}: {text}")
+
+
+@cli.command()
 @click.option("--config", "config_file", type=click.Path(dir_okay=False),
               help="Config file (default: $AGENTBASE_CONFIG, else ~/.config/agentbase/config.yml).")
 @click.option("--db", envvar="AGENTBASE_DB", help="Archive URL; overrides the config file's database.")

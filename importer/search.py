@@ -14,9 +14,9 @@ everything else as ``unicode61`` words. :func:`fts_query` turns what a user
 types into the matching FTS5 query: every term becomes a phrase of the same
 tokens, so 部署, 服务器, ``rm -rf`` and ``/var/log`` all match where they occur.
 
-Limits: a single Chinese character matches nothing (pairs are the smallest
-unit); English matches whole words (``nginx`` finds ``nginx.conf``, ``ngin``
-does not, unless written ``ngin*``).
+A single character is searched as a prefix (``锁*``: the pairs it starts, and itself, which the
+index also holds for the last character of every run). English matches whole words (``nginx``
+finds ``nginx.conf``, ``ngin`` does not, unless written ``ngin*``).
 """
 
 from __future__ import annotations
@@ -47,22 +47,26 @@ _RUN_SEP = "\x01 \x01"
 _SPACE_UNIT = array("H", " ".encode("utf-16-le"))
 
 
-def index_text(text: str) -> str:
+def index_text(text: str, ends: bool = True) -> str:
     """The text as the FTS index should see it: CJK runs as character pairs, each run between
-    spaces. (split and one list, not sub with a function: a third less time, the same text; a
-    text of many runs has them all paired at once, the same text again.)"""
+    spaces; after the text, on a line of their own, the last character of every run of two or more
+    (so that a single character is found wherever it is: as the start of a pair, alone, or there;
+    after the text, so that no phrase is broken by them); ``ends=False``: without that line (a query's
+    tokens). (split and one list, not sub with a function: a third less time, the same text; a text of
+    many runs has them all paired at once, the same text again.)"""
     if text.isascii():  # a fast way out for most text
         return text
     parts = _CJK_SPLIT.split(text)
     if len(parts) == 1:
         return text
     runs = parts[1::2]
+    last = " ".join([run[-1] for run in runs if len(run) > 1]) if ends else ""
     if len(runs) >= _MANY_RUNS:
         parts[1::2] = _pairs_of_runs(runs)
-        return " ".join(parts)
+        return " ".join(parts) + (f"\n{last}" if last else "")
     add = operator.add
     parts[1::2] = [f" {' '.join(map(add, run, run[1:])) if len(run) > 1 else run} " for run in runs]
-    return "".join(parts)
+    return "".join(parts) + (f"\n{last}" if last else "")
 
 
 def _pairs_of_runs(runs: list[str]) -> list[str]:
@@ -93,7 +97,7 @@ def copy_index(conn, fts: str, schema: str, content: bool = False) -> None:
 
 def _tokens(term: str) -> list[str]:
     out: list[str] = []
-    for word in _WORD.findall(index_text(term)):
+    for word in _WORD.findall(index_text(term, ends=False)):
         # \w also matches CJK; a pair-split run is already space separated.
         out.append(word)
     return out
@@ -118,7 +122,8 @@ def fts_query(q: str) -> str:
         if not tokens:
             continue
         phrase = '"' + " ".join(t.replace('"', '""') for t in tokens) + '"'
-        phrases.append(phrase + ("*" if prefix and not CJK_RUN.search(tokens[-1]) else ""))
+        single = len(tokens) == 1 and len(tokens[0]) == 1 and CJK_RUN.fullmatch(tokens[0])
+        phrases.append(phrase + ("*" if (prefix and not CJK_RUN.search(tokens[-1])) or single else ""))
     return " ".join(phrases) if phrases else '""'
 
 

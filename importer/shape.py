@@ -82,8 +82,9 @@ LOCAL_COLUMNS = (("day", "str:10"), ("local_time", "datetime"))
 # Bump when the snapshot made from an unchanged store would differ (new columns, indexes, search
 # text, facts): a snapshot of another format is rebuilt in full. 3: generated columns,
 # tool_calls_fts, updated in place (WAL) with a state file; 4: day by date(); 5: the facts table,
-# the vocabulary's roles and messages.native_role (docs/vocabulary.md).
-FORMAT = 5
+# the vocabulary's roles and messages.native_role (docs/vocabulary.md); 6: the index text holds the
+# last character of each CJK run (a single character is searchable: importer/search.py).
+FORMAT = 6
 
 # -- the snapshot's own tables -------------------------------------------------------------------
 

@@ -298,7 +298,9 @@ def test_search_snippets_and_filters(site):
 
     rows = site.rows("search", q=quote("部署"))
     assert [r["snippet"] for r in rows] == ["<mark>部署</mark>失败了：nginx 无法重启", "请帮我把网站<mark>部署</mark>到新的服务器上"]
-    assert rows[0]["rank"] <= rows[1]["rank"]
+    # a relevance, not the raw bm25: 100 for the best match, less for the others; the number of all matches
+    assert rows[0]["relevance"] == 100 and 0 < rows[1]["relevance"] <= 100 and "rank" not in rows[0]
+    assert [r["found"] for r in rows] == ["1 of 2", "2 of 2"] and rows[-1]["next"] is None
     assert site.rows("search", q=quote("部署"), agent="ops") == []
     assert len(site.rows("search", q="quokka", day="2026-04-05")) == 0
     newest = site.rows("search")  # no q: the newest messages

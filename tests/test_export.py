@@ -75,7 +75,8 @@ def search(path: Path, q: str) -> list[str]:
     ("rm -rf", ["assistant"]),
     ("deployment", ["assistant", "assistant"]),  # English, any case, text and thinking
     ("部署 staging", []),               # every term must occur in the same message
-    ("部", []),                         # a single character is below the index's unit
+    ("部", ["user"]),                   # a single character: the start of a pair (部署)
+    ("器", ["user"]),                   # ... and the end of a run (服务器: the index text holds it alone)
     ("", []),
 ])
 def test_search(snapshot, q, roles):

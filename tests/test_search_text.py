@@ -13,15 +13,18 @@ _RUN = re.compile(f"([{CJK_RANGES}]+)")
 
 def expected(text: str) -> str:
     """What index_text must give: every CJK run, between spaces, as its pairs (a lone character
-    as it is), the rest of the text as it was."""
+    as it is), the rest of the text as it was; then a line of each longer run's last character."""
     out = []
+    last = []
     for k, part in enumerate(_RUN.split(text)):
         if k % 2 == 0:
             out.append(part)
         else:
             pairs = [part[i:i + 2] for i in range(len(part) - 1)] or [part]
             out.append(" " + " ".join(pairs) + " ")
-    return "".join(out)
+            if len(part) > 1:
+                last.append(part[-1])  # then, after the text, the last character of each run of two or more
+    return "".join(out) + ("\n" + " ".join(last) if last else "")
 
 
 def test_pairs_equal_the_rule_for_few_and_many_runs():
@@ -35,7 +38,7 @@ def test_pairs_equal_the_rule_for_few_and_many_runs():
         assert index_text(text) == expected(text), repr(text)
         many += len(_RUN.findall(text)) >= _MANY_RUNS
     assert many > 1000  # both ways of pairing were checked
-    assert index_text("部署 nginx 到服务器") == " 部署  nginx  到服 服务 务器 "
+    assert index_text("部署 nginx 到服务器") == " 部署  nginx  到服 服务 务器 \n署 器"
     assert index_text("plain ascii") == "plain ascii"
 
 
@@ -58,6 +61,10 @@ def test_a_text_of_many_runs_is_found_by_every_word_and_phrase():
     for q in [*words, "nginx", "step0", "step27", "error", "完成", "服务器 日志", "好服"]:
         assert found(q) == [1], q
     assert found("内容") == [2]
-    assert found("器") == found("部") == []  # one character of a longer run is in no pair alone
+    # a single character: at the start of a pair (部), the end of a run (器), in the middle (务), alone (好)
+    for q in ("部", "器", "务", "好"):
+        assert found(q) == [1], q
+    assert found("容") == found("关") == [2]
+    assert found("猫") == []
     assert found("器日") == []  # pairs never cross a comma (服务器，日志)
     assert found("nginx部署") == [1]  # a phrase across the boundary of a run

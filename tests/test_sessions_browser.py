@@ -140,7 +140,7 @@ def test_the_session_list_in_chromium(served, browser, every):  # noqa: F811
     assert "from 2026-03-20 to 2026-03-31" in driver.find_element(By.CSS_SELECTOR, ".ab-range").text
     click_and_wait(driver, driver.find_element(By.LINK_TEXT, "reset"))
 
-    # the search box: Chinese, over titles and first prompts; then the same words in every message
+    # the search box: Chinese, the session search; then the same words message by message
     box = driver.find_element(By.NAME, "q")
     box.send_keys("部署")
     before = driver.current_url
@@ -151,7 +151,8 @@ def test_the_session_list_in_chromium(served, browser, every):  # noqa: F811
         "return document.readyState") == "complete")
     assert query(driver.current_url) == {"q": "部署"}
     found = shown(driver)
-    assert found == want(every, {"q": "部署"}) and len(found) >= 3
+    # the session search: best first, over every message (its order: tests/test_session_search.py)
+    assert set(want(every, {"q": "部署"})) <= set(found) and len(found) >= 3
     check_page(driver, served)
     full_page_screenshot(driver, "sessions-search.png")
     click_and_wait(driver, driver.find_element(By.LINK_TEXT, "Search messages for these words"))
