@@ -270,7 +270,8 @@ def load(conn: sqlite3.Connection, f: Filters, database: str | None = None, href
     choices = _choices(conn, database)
     resolve_range(f, choices["latest"])
     if f.q:
-        return {"missing": False, "meta": _meta(conn), "choices": choices, **search(conn, f, href)}
+        return {"missing": False, "meta": _meta(conn), "choices": choices, "version": version,
+                **search(conn, f, href)}
     sql, params = page_sql(f)
     cur = conn.execute(sql, params)
     names = [d[0] for d in cur.description]
