@@ -168,9 +168,20 @@ _PATH_OR_HOST = re.compile(r"[\w.-]+(?:/[\w.-]+)+/?|[\w-]+(?:\.[\w-]+)+")
 _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 
 
+# Each ASCII character's class for _classes: d(igit), u(pper), l(ower), s(ymbol).
+_CLASS_OF = bytes(ord("d" if chr(b).isdigit() else "u" if chr(b).isupper() else "l" if chr(b).islower() else "s")
+                  for b in range(128)) + b"s" * 128
+
+
 def _classes(v: str) -> tuple[bool, bool, bool, bool]:
+    """Whether ``v`` holds a digit, an upper-case letter, a lower-case one, anything else (in
+    that order of tests: str.isdigit, isupper, islower). An ASCII text is classed in C (a
+    translation), another one character by distinct character."""
+    if v.isascii():
+        got = v.encode("ascii").translate(_CLASS_OF)
+        return b"d" in got, b"u" in got, b"l" in got, b"s" in got
     digit = upper = lower = symbol = False
-    for c in v:
+    for c in set(v):
         if c.isdigit():
             digit = True
         elif c.isupper():
@@ -190,6 +201,9 @@ def entropy(value: str) -> float:
     return -sum(c / n * math.log2(c / n) for c in Counter(value).values())
 
 
+_WHITESPACE = re.compile(r"\s")  # (str.isspace's characters: both are Py_UNICODE_ISSPACE)
+
+
 def looks_secret(value: str, quoted: bool = False) -> bool:
     """Whether the value of a ``password=``/``token:`` assignment looks like a
     credential rather than prose, code, a path, a number or a placeholder."""
@@ -197,7 +211,7 @@ def looks_secret(value: str, quoted: bool = False) -> bool:
     n = len(v)
     if n < 6 or n > 2048 or _MARK in v:
         return False
-    if v[0] in "$<{%*([#@&." or "://" in v or v[1:3] == ":\\" or any(c.isspace() for c in v):
+    if v[0] in "$<{%*([#@&." or "://" in v or v[1:3] == ":\\" or _WHITESPACE.search(v):
         return False
     if v.endswith(("()", "(", ")")) or "${" in v or "{{" in v:
         return False
@@ -767,10 +781,14 @@ def _b64_text(run: str) -> str | None:
     return None
 
 
+# The bytes _texty counts as control characters are what remains once these are deleted.
+_NOT_BAD = bytes(b for b in range(256) if not (b < 9 or 13 < b < 32 or b == 127))
+
+
 def _texty(data: bytes) -> bool:
     if not data:
         return False
-    bad = sum(1 for b in data if b < 9 or 13 < b < 32 or b == 127)
+    bad = len(data.translate(None, _NOT_BAD))
     if bad > len(data) // 50:
         return False
     try:
@@ -779,6 +797,8 @@ def _texty(data: bytes) -> bool:
         if exc.start < len(data) - 3:  # only a character cut at the end may be incomplete
             return False
         text = data[:exc.start].decode("utf-8")
+    if text.isprintable():
+        return True
     return sum(1 for c in text if c.isprintable() or c in "\t\r\n") >= 0.97 * len(text)
 
 
