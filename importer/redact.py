@@ -1616,11 +1616,14 @@ _GLUED_PREFIXES = tuple(p.encode() for p in ("AKIA", "ASIA", "ABIA", "ACCA", "AG
 _GLUED_LEN = 20
 # The last run of a cut text that may be a credential's head (replace_cut_head).
 _HEAD_MIN = 8
-_TAIL_RUN = re.compile(r"[A-Za-z0-9_+/=.~-]{%d,}\Z" % _HEAD_MIN)
+_TAIL_CHARS = string.ascii_letters + string.digits + "_+/=.~-"  # the characters of that run: str.rstrip finds
+# its start (a regular expression ending in \Z would be tried at every position of the text)
 
 
 _DECODE_NEEDED = _bytes_re(f"(?:{_U_ESCAPE})|(?:{_PERCENTS})")  # \u or %XX escapes may hide anchors
 _B64_NEEDED = _bytes_re(_B64_TEXT)  # a base64 run of text: values may be in it decoded
+# Either, for rows_hit: one pass over a batch finds the rows that need a closer look for both reasons
+_LOOK_CLOSER = _bytes_re(f"(?:{_U_ESCAPE})|(?:{_PERCENTS})|(?:{_B64_TEXT})")
 
 
 def _char_before(data: bytes, at: int) -> str:
@@ -2033,7 +2036,7 @@ class SecretSet:
             self._scan_batch(self._re_b, joined, self._backward, self._lens_b, True, starts, sure, rows)
         # rows whose escapes or base64 runs may hide a value, and the values with no anchor:
         # one match per row is enough (a row of CJK text may hold thousands of \u escapes)
-        for program in (_DECODE_NEEDED, _B64_NEEDED, *(p for p, _c in self._loose_res)):
+        for program in (_LOOK_CLOSER, *(p for p, _c in self._loose_res)):
             pos = 0
             while True:
                 m = program.search(joined, pos)
@@ -2124,17 +2127,17 @@ class SecretSet:
             counts = Counter()
         if not text or not self._ensure():
             return text, counts
-        m = _TAIL_RUN.search(text)
-        if m is None:
+        start = len(text.rstrip(_TAIL_CHARS))
+        if len(text) - start < _HEAD_MIN:
             return text, counts
-        head = m.group()
+        head = text[start:]
         if self._by_text is None:
             self._by_text = sorted(self.kinds)
         i = bisect.bisect_left(self._by_text, head)
         if i < len(self._by_text) and self._by_text[i] != head and self._by_text[i].startswith(head):
             kind = self.kinds[self._by_text[i]]
             counts[kind] += 1
-            return text[:m.start()] + REDACTED.format(kind), counts
+            return text[:start] + REDACTED.format(kind), counts
         return text, counts
 
     def replace_json(self, text: str, counts: Counter | None = None) -> tuple[str, Counter, Any]:
