@@ -168,9 +168,20 @@ _PATH_OR_HOST = re.compile(r"[\w.-]+(?:/[\w.-]+)+/?|[\w-]+(?:\.[\w-]+)+")
 _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 
 
+# Each ASCII character's class for _classes: d(igit), u(pper), l(ower), s(ymbol).
+_CLASS_OF = bytes(ord("d" if chr(b).isdigit() else "u" if chr(b).isupper() else "l" if chr(b).islower() else "s")
+                  for b in range(128)) + b"s" * 128
+
+
 def _classes(v: str) -> tuple[bool, bool, bool, bool]:
+    """Whether ``v`` holds a digit, an upper-case letter, a lower-case one, anything else (in
+    that order of tests: str.isdigit, isupper, islower). An ASCII text is classed in C (a
+    translation), another one character by distinct character."""
+    if v.isascii():
+        got = v.encode("ascii").translate(_CLASS_OF)
+        return b"d" in got, b"u" in got, b"l" in got, b"s" in got
     digit = upper = lower = symbol = False
-    for c in v:
+    for c in set(v):
         if c.isdigit():
             digit = True
         elif c.isupper():
@@ -190,6 +201,9 @@ def entropy(value: str) -> float:
     return -sum(c / n * math.log2(c / n) for c in Counter(value).values())
 
 
+_WHITESPACE = re.compile(r"\s")  # (str.isspace's characters: both are Py_UNICODE_ISSPACE)
+
+
 def looks_secret(value: str, quoted: bool = False) -> bool:
     """Whether the value of a ``password=``/``token:`` assignment looks like a
     credential rather than prose, code, a path, a number or a placeholder."""
@@ -197,7 +211,7 @@ def looks_secret(value: str, quoted: bool = False) -> bool:
     n = len(v)
     if n < 6 or n > 2048 or _MARK in v:
         return False
-    if v[0] in "$<{%*([#@&." or "://" in v or v[1:3] == ":\\" or any(c.isspace() for c in v):
+    if v[0] in "$<{%*([#@&." or "://" in v or v[1:3] == ":\\" or _WHITESPACE.search(v):
         return False
     if v.endswith(("()", "(", ")")) or "${" in v or "{{" in v:
         return False
@@ -767,10 +781,14 @@ def _b64_text(run: str) -> str | None:
     return None
 
 
+# The bytes _texty counts as control characters are what remains once these are deleted.
+_NOT_BAD = bytes(b for b in range(256) if not (b < 9 or 13 < b < 32 or b == 127))
+
+
 def _texty(data: bytes) -> bool:
     if not data:
         return False
-    bad = sum(1 for b in data if b < 9 or 13 < b < 32 or b == 127)
+    bad = len(data.translate(None, _NOT_BAD))
     if bad > len(data) // 50:
         return False
     try:
@@ -779,6 +797,8 @@ def _texty(data: bytes) -> bool:
         if exc.start < len(data) - 3:  # only a character cut at the end may be incomplete
             return False
         text = data[:exc.start].decode("utf-8")
+    if text.isprintable():
+        return True
     return sum(1 for c in text if c.isprintable() or c in "\t\r\n") >= 0.97 * len(text)
 
 
@@ -1596,11 +1616,14 @@ _GLUED_PREFIXES = tuple(p.encode() for p in ("AKIA", "ASIA", "ABIA", "ACCA", "AG
 _GLUED_LEN = 20
 # The last run of a cut text that may be a credential's head (replace_cut_head).
 _HEAD_MIN = 8
-_TAIL_RUN = re.compile(r"[A-Za-z0-9_+/=.~-]{%d,}\Z" % _HEAD_MIN)
+_TAIL_CHARS = string.ascii_letters + string.digits + "_+/=.~-"  # the characters of that run: str.rstrip finds
+# its start (a regular expression ending in \Z would be tried at every position of the text)
 
 
 _DECODE_NEEDED = _bytes_re(f"(?:{_U_ESCAPE})|(?:{_PERCENTS})")  # \u or %XX escapes may hide anchors
 _B64_NEEDED = _bytes_re(_B64_TEXT)  # a base64 run of text: values may be in it decoded
+# Either, for rows_hit: one pass over a batch finds the rows that need a closer look for both reasons
+_LOOK_CLOSER = _bytes_re(f"(?:{_U_ESCAPE})|(?:{_PERCENTS})|(?:{_B64_TEXT})")
 
 
 def _char_before(data: bytes, at: int) -> str:
@@ -2013,7 +2036,7 @@ class SecretSet:
             self._scan_batch(self._re_b, joined, self._backward, self._lens_b, True, starts, sure, rows)
         # rows whose escapes or base64 runs may hide a value, and the values with no anchor:
         # one match per row is enough (a row of CJK text may hold thousands of \u escapes)
-        for program in (_DECODE_NEEDED, _B64_NEEDED, *(p for p, _c in self._loose_res)):
+        for program in (_LOOK_CLOSER, *(p for p, _c in self._loose_res)):
             pos = 0
             while True:
                 m = program.search(joined, pos)
@@ -2104,17 +2127,17 @@ class SecretSet:
             counts = Counter()
         if not text or not self._ensure():
             return text, counts
-        m = _TAIL_RUN.search(text)
-        if m is None:
+        start = len(text.rstrip(_TAIL_CHARS))
+        if len(text) - start < _HEAD_MIN:
             return text, counts
-        head = m.group()
+        head = text[start:]
         if self._by_text is None:
             self._by_text = sorted(self.kinds)
         i = bisect.bisect_left(self._by_text, head)
         if i < len(self._by_text) and self._by_text[i] != head and self._by_text[i].startswith(head):
             kind = self.kinds[self._by_text[i]]
             counts[kind] += 1
-            return text[:m.start()] + REDACTED.format(kind), counts
+            return text[:start] + REDACTED.format(kind), counts
         return text, counts
 
     def replace_json(self, text: str, counts: Counter | None = None) -> tuple[str, Counter, Any]:
