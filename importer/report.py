@@ -209,7 +209,7 @@ def _session_info(store: Store, rows: dict[str, Row]) -> None:
                 f"WHERE id IN ({marks})", batch):
             heading, _ = session_title(label, title, prompts.get(sid), display_name)
             rows[str(sid)].info.update({"session_uuid": uuid, "agent": agent, "server": server, "source": source,
-                                        "title": heading, "label": session_label(heading, agent, uuid)})
+                                        "title": heading or uuid, "label": session_label(heading, agent, uuid)})
 
 
 def session_label(title: str | None, agent: str | None, uuid: str | None) -> str:
