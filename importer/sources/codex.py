@@ -275,18 +275,6 @@ def reasoning_block(payload: dict) -> tuple[dict, str | None]:
     return block, text
 
 
-def _parse_args(value: Any) -> dict:
-    if isinstance(value, dict):
-        return value
-    if isinstance(value, str):
-        try:
-            parsed = orjson.loads(value)
-        except orjson.JSONDecodeError:
-            return {"input": value}
-        return parsed if isinstance(parsed, dict) else {"input": parsed}
-    return {} if value is None else {"input": value}
-
-
 def _duration_ms(value: Any) -> int | None:
     if isinstance(value, dict):
         secs, nanos = R.number(value.get("secs")), R.number(value.get("nanos"))
@@ -647,7 +635,7 @@ class RolloutParser:
             args = {"input": payload.get("input")}  # apply_patch: the patch text, whole
         else:
             name = R.text(payload.get("name"), 128)
-            args = _parse_args(payload.get("arguments"))
+            args = R.arguments(payload.get("arguments"))
         call_id = R.text(payload.get("call_id"), 255) or R.text(payload.get("id"), 255)
         block = {"type": "toolCall", "id": call_id, "name": name, "arguments": args}
         if ptype != "function_call":

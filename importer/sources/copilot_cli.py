@@ -91,18 +91,6 @@ def _tokens(value: Any) -> int | None:
     return n if n is not None and n >= 0 else None
 
 
-def _arguments(value: Any) -> dict:
-    if isinstance(value, dict):
-        return value
-    if isinstance(value, str):
-        try:
-            parsed = orjson.loads(value)
-        except orjson.JSONDecodeError:
-            return {"input": value}
-        return parsed if isinstance(parsed, dict) else {"input": parsed}
-    return {} if value is None else {"input": value}
-
-
 def _project(repository: Any, cwd: Any) -> str | None:
     if isinstance(repository, str) and repository:
         return repository[:255]
@@ -334,7 +322,7 @@ class EventsParser:
             if not isinstance(req, dict):
                 continue
             block = {"type": "toolCall", "id": req.get("toolCallId"), "name": req.get("name"),
-                     "arguments": _arguments(req.get("arguments"))}
+                     "arguments": R.arguments(req.get("arguments"))}
             if isinstance(req.get("intentionSummary"), str):
                 block["intentionSummary"] = req["intentionSummary"]
             blocks.append(block)
@@ -489,7 +477,7 @@ def history_entries(name: str, doc: Any) -> tuple[str, list[Entry], SessionInfo]
                     continue
                 fn = c.get("function") if isinstance(c.get("function"), dict) else {}
                 blocks.append({"type": "toolCall", "id": c.get("id"), "name": fn.get("name"),
-                               "arguments": _arguments(fn.get("arguments"))})
+                               "arguments": R.arguments(fn.get("arguments"))})
                 if isinstance(c.get("id"), str) and isinstance(fn.get("name"), str):
                     tools[c["id"]] = fn["name"]
             fields.update(model=model, call_key="cp" + _hash(sid, eid)[:22])
