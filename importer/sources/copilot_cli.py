@@ -205,18 +205,8 @@ class EventsParser:
 
     def feed(self, data: bytes, final: bool = False) -> ChunkResult:
         result = ChunkResult()
-        start = 0
         end = len(data)
-        while start < end:
-            nl = data.find(b"\n", start)
-            if nl < 0:
-                break
-            if nl > start:
-                self._line(data[start:nl], result)
-            else:
-                self.state.next_line += 1
-            start = nl + 1
-        result.consumed = start
+        start = result.consumed = P.complete_lines(data, lambda raw: self._line(raw, result), self.state)
         if final and start < end and data[start:].strip():
             # The unterminated tail: imported if already complete, but left unconsumed (and the
             # state as it was), so the next run reads it again, with the same entry ids.
