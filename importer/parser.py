@@ -272,19 +272,8 @@ class TranscriptParser:
 
     def feed(self, data: bytes, final: bool = False) -> ChunkResult:
         result = ChunkResult()
-        start = 0
         end = len(data)
-        find = data.find
-        while start < end:
-            nl = find(b"\n", start)
-            if nl < 0:
-                break
-            if nl > start:
-                self._line(data[start:nl], result)
-            else:
-                self.state.next_line += 1  # empty line
-            start = nl + 1
-        result.consumed = start
+        start = result.consumed = complete_lines(data, lambda raw: self._line(raw, result), self.state)
         if final and start < end and data[start:].strip():
             # The unterminated tail: import it if it is already complete, but
             # leave it unconsumed so the next run reads it again (same entry
@@ -336,6 +325,24 @@ class TranscriptParser:
         )
         state.last_entry_id = entry_id
         return True
+
+
+def complete_lines(data: bytes, on_line, state: "ParseState") -> int:
+    """Hand each complete line of ``data`` (split on ``\\n`` only) to ``on_line(raw)``; an empty line
+    is only counted (``state.next_line``). Returns the bytes consumed: up to the last newline; what
+    follows it is the unterminated tail, which each parser handles its own way (``feed``)."""
+    start, end = 0, len(data)
+    find = data.find
+    while start < end:
+        nl = find(b"\n", start)
+        if nl < 0:
+            break
+        if nl > start:
+            on_line(data[start:nl])
+        else:
+            state.next_line += 1
+        start = nl + 1
+    return start
 
 
 def loads_line(raw: bytes) -> tuple[Any, bytes]:

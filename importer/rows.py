@@ -99,6 +99,20 @@ def cut_text(value: str, limit: int = PREVIEW_CHARS) -> str:
     return value[:end]
 
 
+def arguments(value: Any) -> dict:
+    """A tool call's arguments as the object a ``toolCall`` block holds: an object as it is, JSON text
+    of one parsed, anything else kept under ``input`` (nothing: an empty object)."""
+    if isinstance(value, dict):
+        return value
+    if isinstance(value, str):
+        try:
+            parsed = orjson.loads(value)
+        except orjson.JSONDecodeError:
+            return {"input": value}
+        return parsed if isinstance(parsed, dict) else {"input": parsed}
+    return {} if value is None else {"input": value}
+
+
 def blocks_of(content: Any) -> list:
     return content if isinstance(content, list) else []
 

@@ -1111,16 +1111,10 @@ class AgentServerSource(Source):
     def _container(self, fs: FileSystem, path: str, scope: Scope, out: Discovery, listed: tuple[int, int]):
         if out.has(scope.server, path):
             return None
-        size, mtime = listed
-        try:
-            wal = fs.stat(path + "-wal")
-        except OSError as exc:
-            out.errors.append(f"cannot stat {path}-wal: {exc.strerror or exc}")
+        token = readonly.with_wal(fs, path, listed, out)
+        if token is None:
             return None
-        if wal is not None and wal[0] == "file" and wal[1] > 0:
-            # Committed rows may sit in the -wal: a database whose -wal changed has
-            # changed (an empty one, as a reader's open may leave, holds nothing).
-            size, mtime = size + wal[1], max(mtime, wal[2])
+        size, mtime = token
         container = AgentServerDB(self, scope.server, SERVER_AGENT, path, fs.basename(path), size, mtime, fs=fs,
                                   scope=scope)
         out.add(container)

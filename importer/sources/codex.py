@@ -275,18 +275,6 @@ def reasoning_block(payload: dict) -> tuple[dict, str | None]:
     return block, text
 
 
-def _parse_args(value: Any) -> dict:
-    if isinstance(value, dict):
-        return value
-    if isinstance(value, str):
-        try:
-            parsed = orjson.loads(value)
-        except orjson.JSONDecodeError:
-            return {"input": value}
-        return parsed if isinstance(parsed, dict) else {"input": parsed}
-    return {} if value is None else {"input": value}
-
-
 def _duration_ms(value: Any) -> int | None:
     if isinstance(value, dict):
         secs, nanos = R.number(value.get("secs")), R.number(value.get("nanos"))
@@ -389,18 +377,8 @@ class RolloutParser:
 
     def feed(self, data: bytes, final: bool = False) -> ChunkResult:
         result = ChunkResult()
-        start, end = 0, len(data)
-        find = data.find
-        while start < end:
-            nl = find(b"\n", start)
-            if nl < 0:
-                break
-            if nl > start:
-                self._line(data[start:nl], result)
-            else:
-                self.state.next_line += 1
-            start = nl + 1
-        result.consumed = start
+        end = len(data)
+        start = result.consumed = P.complete_lines(data, lambda raw: self._line(raw, result), self.state)
         if final:
             if start < end and data[start:].strip():
                 # The unterminated tail: imported now when it is already a whole JSON object,
@@ -647,7 +625,7 @@ class RolloutParser:
             args = {"input": payload.get("input")}  # apply_patch: the patch text, whole
         else:
             name = R.text(payload.get("name"), 128)
-            args = _parse_args(payload.get("arguments"))
+            args = R.arguments(payload.get("arguments"))
         call_id = R.text(payload.get("call_id"), 255) or R.text(payload.get("id"), 255)
         block = {"type": "toolCall", "id": call_id, "name": name, "arguments": args}
         if ptype != "function_call":

@@ -91,18 +91,6 @@ def _tokens(value: Any) -> int | None:
     return n if n is not None and n >= 0 else None
 
 
-def _arguments(value: Any) -> dict:
-    if isinstance(value, dict):
-        return value
-    if isinstance(value, str):
-        try:
-            parsed = orjson.loads(value)
-        except orjson.JSONDecodeError:
-            return {"input": value}
-        return parsed if isinstance(parsed, dict) else {"input": parsed}
-    return {} if value is None else {"input": value}
-
-
 def _project(repository: Any, cwd: Any) -> str | None:
     if isinstance(repository, str) and repository:
         return repository[:255]
@@ -217,18 +205,8 @@ class EventsParser:
 
     def feed(self, data: bytes, final: bool = False) -> ChunkResult:
         result = ChunkResult()
-        start = 0
         end = len(data)
-        while start < end:
-            nl = data.find(b"\n", start)
-            if nl < 0:
-                break
-            if nl > start:
-                self._line(data[start:nl], result)
-            else:
-                self.state.next_line += 1
-            start = nl + 1
-        result.consumed = start
+        start = result.consumed = P.complete_lines(data, lambda raw: self._line(raw, result), self.state)
         if final and start < end and data[start:].strip():
             # The unterminated tail: imported if already complete, but left unconsumed (and the
             # state as it was), so the next run reads it again, with the same entry ids.
@@ -334,7 +312,7 @@ class EventsParser:
             if not isinstance(req, dict):
                 continue
             block = {"type": "toolCall", "id": req.get("toolCallId"), "name": req.get("name"),
-                     "arguments": _arguments(req.get("arguments"))}
+                     "arguments": R.arguments(req.get("arguments"))}
             if isinstance(req.get("intentionSummary"), str):
                 block["intentionSummary"] = req["intentionSummary"]
             blocks.append(block)
@@ -489,7 +467,7 @@ def history_entries(name: str, doc: Any) -> tuple[str, list[Entry], SessionInfo]
                     continue
                 fn = c.get("function") if isinstance(c.get("function"), dict) else {}
                 blocks.append({"type": "toolCall", "id": c.get("id"), "name": fn.get("name"),
-                               "arguments": _arguments(fn.get("arguments"))})
+                               "arguments": R.arguments(fn.get("arguments"))})
                 if isinstance(c.get("id"), str) and isinstance(fn.get("name"), str):
                     tools[c["id"]] = fn["name"]
             fields.update(model=model, call_key="cp" + _hash(sid, eid)[:22])

@@ -616,10 +616,10 @@ class CursorSource(Source):
         agent = scope.agent or KIND
         if not scope.wants(agent) or out.has(scope.server, path):
             return None
-        size, mtime = listed
-        wal = fs.stat(path + "-wal")
-        if wal is not None and wal[0] == "file" and wal[1] > 0:
-            size, mtime = size + wal[1], max(mtime, wal[2])
+        token = readonly.with_wal(fs, path, listed, out)
+        if token is None:
+            return None
+        size, mtime = token
         unit = StoreUnit(self, scope.server, agent, path, STORE_DB, size, mtime, fs=fs, session_type="normal")
         out.add(unit)
         return unit

@@ -575,17 +575,8 @@ class ChatLineParser:
     def feed(self, data: bytes, final: bool = False) -> P.ChunkResult:
         result = P.ChunkResult()
         entries: list[P.Entry] = []
-        start, end = 0, len(data)
-        while start < end:
-            nl = data.find(b"\n", start)
-            if nl < 0:
-                break
-            if nl > start:
-                self._line(data[start:nl], entries, result)
-            else:
-                self.state.next_line += 1
-            start = nl + 1
-        result.consumed = start
+        end = len(data)
+        start = result.consumed = P.complete_lines(data, lambda raw: self._line(raw, entries, result), self.state)
         if final and start < end and data[start:].strip():
             # The unterminated tail: imported when it is already a whole object, but not consumed,
             # so the next run reads it again (same id) once its newline comes.

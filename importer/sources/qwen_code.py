@@ -279,18 +279,8 @@ class ChatParser:
 
     def feed(self, data: bytes, final: bool = False) -> ChunkResult:
         result = ChunkResult()
-        start, end = 0, len(data)
-        find = data.find
-        while start < end:
-            nl = find(b"\n", start)
-            if nl < 0:
-                break
-            if nl > start:
-                self._line(data[start:nl], result)
-            else:
-                self.state.next_line += 1
-            start = nl + 1
-        result.consumed = start
+        end = len(data)
+        start = result.consumed = P.complete_lines(data, lambda raw: self._line(raw, result), self.state)
         if final and start < end and data[start:].strip():
             # The unterminated tail: imported when it is already a whole JSON object, but left
             # unconsumed; the next run reads it again (same ids: the writer skips what it has).

@@ -91,6 +91,21 @@ def connect_copy(fs, path: str, tables, readable: frozenset[str]) -> Iterator[sq
             conn.close()
 
 
+def with_wal(fs, path: str, listed: tuple[int, int], out) -> tuple[int, int] | None:
+    """A live SQLite database's (size, mtime) as its change token sees them: its ``-wal``'s bytes and
+    time added, since committed rows may sit there (an empty ``-wal``, as a reader's open may leave,
+    holds nothing). None, the reason said in ``out.errors``, when the ``-wal`` cannot be looked at."""
+    size, mtime = listed
+    try:
+        wal = fs.stat(path + "-wal")
+    except OSError as exc:
+        out.errors.append(f"cannot stat {path}-wal: {exc.strerror or exc}")
+        return None
+    if wal is not None and wal[0] == "file" and wal[1] > 0:
+        size, mtime = size + wal[1], max(mtime, wal[2])
+    return size, mtime
+
+
 class Layout:
     """The columns of the tables of ``readable`` a database has (a kind's schema check is its
     subclass's): which are there, and a select list that reads a missing column as NULL."""
