@@ -392,7 +392,7 @@ def format_table(kind: str, rows: list[Row], zone_name: str, price_date: str | N
 
 @dataclass
 class Reason:
-    reason: str  # copies, streamed, unpriced, recorded, computed, counted_elsewhere, subagents, days
+    reason: str  # copies, streamed, cache_breakdown, unpriced, recorded, computed, counted_elsewhere, subagents, days
     source: str | None  # the kind, or None for the whole report
     count: int
     text: str
@@ -449,14 +449,19 @@ def explain(store: Store, zone, zone_name: str, price_date: str | None, since: s
         reasons.append(Reason("copies", kind, n, f"{kind}: {n:,} copies of a model call already counted (a continued "
                               "session's or a sub-agent's copy of it) are counted once; a tool counting each copy "
                               "counts more"))
-    streamed = _streamed_lines(store, where, params, inside)
-    for kind, (lines, calls, no_request) in sorted(streamed.items()):
+    streamed, breakdown = _streamed_lines(store, where, params, inside)
+    for kind, (lines, calls, no_request, *extra) in sorted(streamed.items()):
         text = (f"{kind}: {lines:,} streamed lines of {calls:,} model calls repeat their call's usage and are "
                 "counted once (each call's largest usage)")
         if no_request:
             text += (f"; {no_request:,} of them have no requestId, so a tool that tells copies apart by message id "
-                     "and request id counts each")
+                     "and request id counts each (input/output/cache read "
+                     f"{'/'.join(f'{n:,}' for n in extra)} tokens more)")
         reasons.append(Reason("streamed", kind, lines, text))
+    for kind, (calls, tokens) in sorted(breakdown.items()):
+        reasons.append(Reason("cache_breakdown", kind, calls, f"{kind}: {calls:,} calls write {tokens:,} more cache "
+                              "tokens than their 5-minute/1-hour breakdown says: the total is counted; a tool that "
+                              "sums the breakdown counts fewer"))
     for kind, n in sorted(per_kind(grouped("m.usage_counted = 1 AND m.cost_source = 'unpriced'")).items()):
         reasons.append(Reason("unpriced", kind, n, f"{kind}: {n:,} calls have tokens but no price: unpriced, not in "
                               "the cost (never $0); a tool with another price table may price them"))
@@ -489,35 +494,54 @@ def explain(store: Store, zone, zone_name: str, price_date: str | None, since: s
     return reasons
 
 
-def _streamed_lines(store: Store, where: list[str], params: list, inside) -> dict[str, tuple[int, int, int]]:
-    """Claude Code writes one model call as several lines sharing message.id (one per content block, each
-    with a copy of the usage): the reader merges them into one message and keeps their other lines in
-    raw_json's ``_agentbase.lines``. Per kind: (other lines carrying usage, calls with such lines, of those
-    lines the ones whose call has no requestId)."""
+def _streamed_lines(store: Store, where: list[str], params: list, inside) -> tuple[dict, dict]:
+    """What raw_json says of Claude Code's calls (counts only, never text), per kind:
+
+    - streamed lines: Claude Code writes one model call as several lines sharing message.id (one per
+      content block, each with a copy of the usage); the reader merges them into one message and keeps
+      the other lines in raw_json's ``_agentbase.lines``: (other lines carrying usage, calls with such
+      lines, of those lines the ones whose call has no requestId);
+    - cache breakdown: a call whose ``usage.cache_creation`` (5-minute and 1-hour writes) adds up to less
+      than its ``cache_creation_input_tokens`` (some backends write both parts as 0): (calls, tokens more).
+    """
     import json
 
-    sql = (f"SELECT substr(m.timestamp, 1, 16), COALESCE(m.source, ''), m.raw_json FROM messages m "
-           f"WHERE {' AND '.join(where)} AND m.usage_counted = 1 AND m.role = 'assistant' "
-           "AND m.raw_json LIKE ?")
-    out: dict[str, list[int]] = {}
-    for stamp, kind, raw in store.tuples(sql, [*params, '%"_agentbase"%']):
+    sql = (f"SELECT substr(m.timestamp, 1, 16), COALESCE(m.source, ''), m.cache_write_tokens, m.raw_json "
+           f"FROM messages m WHERE {' AND '.join(where)} AND m.usage_counted = 1 AND m.role = 'assistant' "
+           "AND (m.raw_json LIKE ? OR m.raw_json LIKE ?)")
+    streamed: dict[str, list[int]] = {}
+    breakdown: dict[str, list[int]] = {}
+    for stamp, kind, written, raw in store.tuples(sql, [*params, '%"_agentbase"%', '%"cache_creation"%']):
         if not inside(stamp):
             continue
         try:
             obj = json.loads(raw) if isinstance(raw, (str, bytes)) else raw
-            extra = obj.get("_agentbase", {}).get("lines") or []
+            extra = (obj.get("_agentbase") or {}).get("lines") or []
+            usage = (obj.get("message") or {}).get("usage") or {}
         except (ValueError, AttributeError):
             continue
+        parts = usage.get("cache_creation") if isinstance(usage, dict) else None
+        if isinstance(parts, dict) and written:
+            said = sum(v for v in (parts.get("ephemeral_5m_input_tokens"), parts.get("ephemeral_1h_input_tokens"))
+                       if isinstance(v, int) and not isinstance(v, bool))
+            if said < written:
+                b = breakdown.setdefault(kind, [0, 0])
+                b[0] += 1
+                b[1] += int(written) - said
         lines = [x for x in extra if isinstance(x, dict) and isinstance(x.get("message"), dict)
                  and isinstance(x["message"].get("usage"), dict)]
         if not lines:
             continue
-        figures = out.setdefault(kind, [0, 0, 0])
+        figures = streamed.setdefault(kind, [0, 0, 0, 0, 0, 0])
         figures[0] += len(lines)
         figures[1] += 1
         if not isinstance(obj.get("requestId"), str) or not obj.get("requestId"):
             figures[2] += len(lines)
-    return {k: (v[0], v[1], v[2]) for k, v in out.items()}
+            for line in lines:
+                for i, key in ((3, "input_tokens"), (4, "output_tokens"), (5, "cache_read_input_tokens")):
+                    v = line["message"]["usage"].get(key)
+                    figures[i] += v if isinstance(v, int) and not isinstance(v, bool) and v > 0 else 0
+    return ({k: tuple(v) for k, v in streamed.items()}, {k: (v[0], v[1]) for k, v in breakdown.items()})
 
 
 def format_explain(reasons: list[Reason]) -> str:

@@ -15,6 +15,7 @@ import claude_code_fixtures as F
 
 REPO = Path(__file__).resolve().parents[1]
 UNKNOWN = "claude-made-up-model-9"  # no price table has it: unpriced
+REASONS = ("streamed", "cache_breakdown", "unpriced", "recorded", "computed")
 
 
 def agentbase(*args, env) -> subprocess.CompletedProcess:
@@ -30,7 +31,8 @@ def session_lines() -> list[dict]:
     c.assistant([F.thinking("hmm"), F.text("step one"), F.tool("toolu_1", "Bash", command="true")], "msg_a", rid=None,
                 usages=[F.usage(100, 1), F.usage(100, 5), F.usage(100, 9)])
     c.result("toolu_1", "ok")
-    c.assistant([F.text("two"), F.text("parts")], "msg_b", rid="req_b")
+    c.assistant([F.text("two"), F.text("parts")], "msg_b", rid="req_b",
+                usages=[F.usage(10, 20, write=50, h5=0, h1=0)] * 2)  # a breakdown of 0 beside 50 cache writes
     c.user("again")
     c.assistant([F.text("unknown model")], "msg_c", rid="req_c", model=UNKNOWN)
     c.user("and once more")
@@ -50,6 +52,12 @@ def oracle(lines: list[dict]) -> dict[str, int]:
         "streamed": extra,
         "streamed_calls": sum(1 for ls in calls.values() if len(ls) > 1),
         "no_request": sum(len(ls) - 1 for ls in calls.values() if "requestId" not in ls[0]),
+        "no_request_tokens": "/".join(
+            f"{sum(x['message']['usage'][k] for ls in calls.values() if 'requestId' not in ls[0] for x in ls[1:]):,}"
+            for k in ("input_tokens", "output_tokens", "cache_read_input_tokens")),
+        "cache_breakdown": sum(1 for ls in calls.values() for u in [ls[0]["message"]["usage"]]
+                               if isinstance(u.get("cache_creation"), dict)
+                               and sum(u["cache_creation"].values()) < u["cache_creation_input_tokens"]),
         "unpriced": sum(1 for ls in calls.values() if ls[0]["message"]["model"] == UNKNOWN),
         "recorded": sum(1 for ls in calls.values() if any("costUSD" in x for x in ls)),
         "computed": sum(1 for ls in calls.values() if ls[0]["message"]["model"] != UNKNOWN
@@ -75,13 +83,14 @@ def test_explain_lines_and_counts(archive):
     assert proc.returncode == 0, proc.stderr
     reasons = json.loads(proc.stdout)["explain"]
     got = {r["reason"]: r for r in reasons}
-    assert sorted(got) == sorted(k for k in ("streamed", "unpriced", "recorded", "computed") if want[k])
+    assert sorted(got) == sorted(k for k in REASONS if want[k])
     assert len(reasons) == len(got)  # one kind, one line per reason
-    for key in ("streamed", "unpriced", "recorded", "computed"):
+    for key in REASONS:
         assert got[key]["count"] == want[key], key
         assert got[key]["source"] == "claude-code"
     assert f"of {want['streamed_calls']} model calls" in got["streamed"]["text"]
     assert f"{want['no_request']} of them have no requestId" in got["streamed"]["text"]
+    assert f"cache read {want['no_request_tokens']} tokens more" in got["streamed"]["text"]
     assert all(r["count"] > 0 for r in reasons)
 
 
@@ -95,7 +104,7 @@ def test_explain_under_the_table_and_only_with_the_flag(archive):
     assert shown.stdout.startswith(plain.stdout.rstrip("\n"))
     tail = shown.stdout[len(plain.stdout):].strip().splitlines()
     assert tail[0] == "Why another tool may count otherwise:"
-    assert len(tail) == 1 + sum(1 for k in ("streamed", "unpriced", "recorded", "computed") if want[k])
+    assert len(tail) == 1 + sum(1 for k in REASONS if want[k])
     assert not any(" 0 " in t for t in tail)
     # never transcript text
     assert "quokka" not in shown.stdout and "step one" not in shown.stdout
