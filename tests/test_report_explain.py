@@ -116,3 +116,41 @@ def test_explain_follows_the_report_filters(archive):
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
     assert out["rows"] == [] and out["explain"] == []
+
+
+def test_a_replayed_copy_and_local_days(tmp_path):
+    """A continued session repeating a call of the first (same message.id and requestId) is one copy
+    counted once; in a zone 14 hours ahead every call is on another day than in UTC."""
+    from datetime import datetime
+    from zoneinfo import ZoneInfo
+
+    first = F.Conv()
+    first.user("first")
+    first.assistant([F.text("answer")], "msg_r", rid="req_r")
+    second = F.Conv(F.SID2, tag=2, second=100)
+    second.user("continued")
+    second.assistant([F.text("answer")], "msg_r", rid="req_r")  # the same call, logged again
+    second.assistant([F.text("new")], "msg_s", rid="req_s")
+    project = F.config_dir(tmp_path / "claude") / "projects" / F.PROJECT
+    F.write(project / f"{F.SID}.jsonl", first.lines)
+    F.write(project / f"{F.SID2}.jsonl", second.lines)
+    env = dict(os.environ, AGENTBASE_HOME=str(tmp_path / "home"), AGENTBASE_CONFIG=str(tmp_path / "none.yml"))
+    assert agentbase("import", tmp_path / "claude", "-q", env=env).returncode == 0
+    ids: dict[tuple, list] = {}
+    for line in first.lines + second.lines:
+        if line.get("type") == "assistant":
+            ids.setdefault((line["message"]["id"], line["requestId"]), []).append(line["timestamp"])
+    copies = sum(len(v) - 1 for v in ids.values())
+    zone = ZoneInfo("Pacific/Kiritimati")
+    moved = 0
+    for stamps in ids.values():
+        first_seen = min(stamps)  # the copy that counts: the earliest
+        at = datetime.fromisoformat(first_seen.replace("Z", "+00:00"))
+        moved += at.astimezone(zone).date() != at.date()
+    proc = agentbase("report", "daily", "--json", "--explain", "--timezone", "Pacific/Kiritimati", env=env)
+    assert proc.returncode == 0, proc.stderr
+    got = {r["reason"]: r["count"] for r in json.loads(proc.stdout)["explain"]}
+    assert copies == 1 and got["copies"] == copies
+    assert moved and got["days"] == moved
+    utc = agentbase("report", "daily", "--json", "--explain", "--timezone", "UTC", env=env)
+    assert "days" not in {r["reason"] for r in json.loads(utc.stdout)["explain"]}
