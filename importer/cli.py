@@ -409,29 +409,42 @@ def doctor(db, config_file, everything, as_json):
 @click.option("--json", "as_json", is_flag=True, help="One JSON object: rows and totals.")
 @click.option("--timezone", "zone", envvar="AGENTBASE_TIMEZONE",
               help="IANA time zone of the days (default: this machine's).")
-def report(kind, db, since, until, agent, server, source, breakdown, order, as_json, zone):
+@click.option("--explain", is_flag=True,
+              help="After the table (JSON: explain), one line per reason another tool's figures may differ, "
+                   "with its count.")
+def report(kind, db, since, until, agent, server, source, breakdown, order, as_json, zone, explain):
     """Tokens and cost per local day, week, month, session or 5-hour billing block, with a totals
     row: each model call once, calls without a price counted apart (never $0)."""
     from .zones import resolve_zone
     from .prices import current
-    from .report import as_json as report_json, collect, format_table, ordered
+    from .report import as_json as report_json, collect, explain as explain_reasons, format_explain, format_table, \
+        ordered
 
     store = _open(db, create=False)
+    price_date = current().date
+    reasons = None
     try:
         zone_name, tz = resolve_zone(zone)
         rows = ordered(collect(store, kind, tz, since=since, until=until, agent=agent, server=server,
                                source=source), order)
+        if explain:
+            reasons = explain_reasons(store, tz, zone_name, price_date, since=since, until=until, agent=agent,
+                                      server=server, source=source)
     except StoreError as exc:
         raise click.ClickException(str(exc)) from None
     finally:
         store.close()
-    price_date = current().date
     if as_json:
         from .terminal import json_text  # (C1 controls escaped too: terminal.py)
 
-        click.echo(json_text(orjson.dumps(report_json(kind, rows, zone_name, price_date, breakdown)).decode()))
+        out = report_json(kind, rows, zone_name, price_date, breakdown)
+        if reasons is not None:
+            out["explain"] = [r.as_dict() for r in reasons]
+        click.echo(json_text(orjson.dumps(out).decode()))
     else:
         click.echo(format_table(kind, rows, zone_name, price_date, breakdown))
+        if reasons is not None:
+            click.echo("\n" + format_explain(reasons))
 
 
 @cli.command()

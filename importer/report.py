@@ -385,3 +385,167 @@ def format_table(kind: str, rows: list[Row], zone_name: str, price_date: str | N
     if price_date and total.computed_calls:
         notes.append(f"Costs the agents did not record are priced from the price table of {price_date}.")
     return "\n".join(body + [""] + notes)
+
+
+# -- why a peer's figures may differ (--explain) --------------------------------
+
+
+@dataclass
+class Reason:
+    reason: str  # copies, streamed, cache_breakdown, unpriced, recorded, computed, counted_elsewhere, subagents, days
+    source: str | None  # the kind, or None for the whole report
+    count: int
+    text: str
+
+    def as_dict(self) -> dict:
+        return {"reason": self.reason, "source": self.source, "count": self.count, "text": self.text}
+
+
+def explain(store: Store, zone, zone_name: str, price_date: str | None, since: str | None = None,
+            until: str | None = None, agent: str | None = None, server: str | None = None,
+            source: str | None = None) -> list[Reason]:
+    """One line per reason another tool's figures for the same transcripts may differ from the report's,
+    each with its count from the archive (the report's filters and local days applied); only counts > 0.
+    Reads counts and ids only, never transcript text (Claude Code's merged lines: the ``_agentbase``
+    record of raw_json, its lines' usage and requestId)."""
+    check_filters(store, agent, server, source)
+    since, until = _day_bounds(since, "--since"), _day_bounds(until, "--until")
+    where, params = ["m.timestamp IS NOT NULL"], []
+    for column, value in (("m.agent_id", agent), ("m.server", server), ("m.source", source)):
+        if value is not None:
+            where.append(f"{column} = ?")
+            params.append(value)
+    if since:
+        where.append("m.timestamp >= ?")
+        params.append((datetime.fromisoformat(since) - timedelta(days=1)).strftime("%Y-%m-%d"))
+    if until:
+        where.append("m.timestamp < ?")
+        params.append((datetime.fromisoformat(until) + timedelta(days=2)).strftime("%Y-%m-%d"))
+    cut = 13 if _whole_hours(zone) else 16
+    local = _LocalDay(zone)
+
+    def inside(stamp: str) -> bool:
+        day = local(stamp)
+        return day is not None and not (since and day < since) and not (until and day > until)
+
+    def grouped(condition: str, extra: str = "") -> list[tuple]:
+        """(stamp, kind, *extra, count) per UTC hour (or minute), inside the report's days."""
+        group = f"substr(m.timestamp, 1, {cut}), COALESCE(m.source, '')" + (f", {extra}" if extra else "")
+        sql = (f"SELECT {group}, COUNT(*) FROM messages m LEFT JOIN sessions s ON s.id = m.session_id "
+               f"WHERE {' AND '.join(where + [condition])} GROUP BY {group}")
+        return [r for r in store.tuples(sql, params) if inside(r[0])]
+
+    def per_kind(records, at: int = -1) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for r in records:
+            out[r[1]] = out.get(r[1], 0) + int(r[at])
+        return out
+
+    usage = "(m.cost_source IS NOT NULL OR COALESCE(m.total_tokens, 0) > 0)"
+    counted = "m.usage_counted = 1 AND m.cost_source IS NOT NULL"
+    reasons: list[Reason] = []
+    for kind, n in sorted(per_kind(grouped(f"m.usage_counted = 0 AND {usage} AND s.counted_in_session_id IS NULL"))
+                          .items()):
+        reasons.append(Reason("copies", kind, n, f"{kind}: {n:,} copies of a model call already counted (a continued "
+                              "session's or a sub-agent's copy of it) are counted once; a tool counting each copy "
+                              "counts more"))
+    streamed, breakdown = _streamed_lines(store, where, params, inside)
+    for kind, (lines, calls, no_request, *extra) in sorted(streamed.items()):
+        text = (f"{kind}: {lines:,} streamed lines of {calls:,} model calls repeat their call's usage and are "
+                "counted once (each call's largest usage)")
+        if no_request:
+            text += (f"; {no_request:,} of them have no requestId, so a tool that tells copies apart by message id "
+                     "and request id counts each (input/output/cache read "
+                     f"{'/'.join(f'{n:,}' for n in extra)} tokens more)")
+        reasons.append(Reason("streamed", kind, lines, text))
+    for kind, (calls, tokens) in sorted(breakdown.items()):
+        reasons.append(Reason("cache_breakdown", kind, calls, f"{kind}: {calls:,} calls write {tokens:,} more cache "
+                              "tokens than their 5-minute/1-hour breakdown says: the total is counted; a tool that "
+                              "sums the breakdown counts fewer"))
+    for kind, n in sorted(per_kind(grouped("m.usage_counted = 1 AND m.cost_source = 'unpriced'")).items()):
+        reasons.append(Reason("unpriced", kind, n, f"{kind}: {n:,} calls have tokens but no price: unpriced, not in "
+                              "the cost (never $0); a tool with another price table may price them"))
+    costs = grouped(f"{counted} AND m.cost_source IN ('recorded', 'computed')", "m.cost_source")
+    for kind, n in sorted(per_kind([r for r in costs if r[2] == "recorded"]).items()):
+        reasons.append(Reason("recorded", kind, n, f"{kind}: {n:,} calls' cost is the one the agent recorded, "
+                              "not computed from a price table"))
+    table = f"the price table of {price_date}" if price_date else "the price table"
+    for kind, n in sorted(per_kind([r for r in costs if r[2] == "computed"]).items()):
+        reasons.append(Reason("computed", kind, n, f"{kind}: {n:,} calls' cost is computed from {table} (the "
+                              "agent recorded none); a tool with other prices computes another cost"))
+    for reason, condition, what in (
+            ("counted_elsewhere", "m.usage_counted = 0 AND s.counted_in_session_id IS NOT NULL",
+             "sessions count their {calls:,} model calls in the provider's own archived transcript, once "
+             "(not in these sessions)"),
+            ("subagents", f"{counted} AND s.parent_session_uuid IS NOT NULL",
+             "sub-agent sessions' {calls:,} model calls are included (a tool that leaves sub-agents out, or "
+             "reports them apart, counts fewer)")):
+        records = grouped(condition, "m.session_id")
+        sessions: dict[str, set] = {}
+        for r in records:
+            sessions.setdefault(r[1], set()).add(r[2])
+        for kind, calls in sorted(per_kind(records).items()):
+            n = len(sessions[kind])
+            reasons.append(Reason(reason, kind, n, f"{kind}: {n:,} " + what.format(calls=calls)))
+    moved = sum(int(r[-1]) for r in grouped(counted) if (local(r[0]) or "") != r[0][:10])
+    if moved:
+        reasons.append(Reason("days", None, moved, f"{moved:,} model calls fall on another day in {zone_name} than "
+                              "in UTC: days are local days in the zone given (--timezone)"))
+    return reasons
+
+
+def _streamed_lines(store: Store, where: list[str], params: list, inside) -> tuple[dict, dict]:
+    """What raw_json says of Claude Code's calls (counts only, never text), per kind:
+
+    - streamed lines: Claude Code writes one model call as several lines sharing message.id (one per
+      content block, each with a copy of the usage); the reader merges them into one message and keeps
+      the other lines in raw_json's ``_agentbase.lines``: (other lines carrying usage, calls with such
+      lines, of those lines the ones whose call has no requestId);
+    - cache breakdown: a call whose ``usage.cache_creation`` (5-minute and 1-hour writes) adds up to less
+      than its ``cache_creation_input_tokens`` (some backends write both parts as 0): (calls, tokens more).
+    """
+    import json
+
+    sql = (f"SELECT substr(m.timestamp, 1, 16), COALESCE(m.source, ''), m.cache_write_tokens, m.raw_json "
+           f"FROM messages m WHERE {' AND '.join(where)} AND m.usage_counted = 1 AND m.role = 'assistant' "
+           "AND (m.raw_json LIKE ? OR m.raw_json LIKE ?)")
+    streamed: dict[str, list[int]] = {}
+    breakdown: dict[str, list[int]] = {}
+    for stamp, kind, written, raw in store.tuples(sql, [*params, '%"_agentbase"%', '%"cache_creation"%']):
+        if not inside(stamp):
+            continue
+        try:
+            obj = json.loads(raw) if isinstance(raw, (str, bytes)) else raw
+            extra = (obj.get("_agentbase") or {}).get("lines") or []
+            usage = (obj.get("message") or {}).get("usage") or {}
+        except (ValueError, AttributeError):
+            continue
+        parts = usage.get("cache_creation") if isinstance(usage, dict) else None
+        if isinstance(parts, dict) and written:
+            said = sum(v for v in (parts.get("ephemeral_5m_input_tokens"), parts.get("ephemeral_1h_input_tokens"))
+                       if isinstance(v, int) and not isinstance(v, bool))
+            if said < written:
+                b = breakdown.setdefault(kind, [0, 0])
+                b[0] += 1
+                b[1] += int(written) - said
+        lines = [x for x in extra if isinstance(x, dict) and isinstance(x.get("message"), dict)
+                 and isinstance(x["message"].get("usage"), dict)]
+        if not lines:
+            continue
+        figures = streamed.setdefault(kind, [0, 0, 0, 0, 0, 0])
+        figures[0] += len(lines)
+        figures[1] += 1
+        if not isinstance(obj.get("requestId"), str) or not obj.get("requestId"):
+            figures[2] += len(lines)
+            for line in lines:
+                for i, key in ((3, "input_tokens"), (4, "output_tokens"), (5, "cache_read_input_tokens")):
+                    v = line["message"]["usage"].get(key)
+                    figures[i] += v if isinstance(v, int) and not isinstance(v, bool) and v > 0 else 0
+    return ({k: tuple(v) for k, v in streamed.items()}, {k: (v[0], v[1]) for k, v in breakdown.items()})
+
+
+def format_explain(reasons: list[Reason]) -> str:
+    """The --explain lines under the table (clean: a kind's name is archive text)."""
+    if not reasons:
+        return "Why another tool may count otherwise: nothing in these figures (no copies, all priced alike)."
+    return "\n".join(["Why another tool may count otherwise:"] + [f"- {clean(r.text)}" for r in reasons])
