@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
 import sqlite3
 import sys
 from collections import Counter
@@ -372,7 +373,23 @@ def test_other_databases_are_not_claimed(tmp_path):
                    for s in all_sources())
 
 
-@pytest.mark.skipif(hasattr(os, "geteuid") and os.geteuid() == 0, reason="root writes into a read-only folder")
+def _read_only(paths, on: bool) -> None:
+    """Make ``paths`` read-only (or writable again) for whoever runs the test: the mode bits, and
+    for root, who writes through them, the immutable attribute (chattr)."""
+    root = hasattr(os, "geteuid") and os.geteuid() == 0
+    if root and not on:
+        subprocess.run(["chattr", "-i", *map(str, paths)], capture_output=True)
+    for p in paths:
+        if on:
+            p.chmod(0o555 if p.is_dir() else 0o444)
+        elif p.is_dir():
+            p.chmod(0o755)
+    if root and on:
+        got = subprocess.run(["chattr", "+i", *map(str, paths)], capture_output=True, text=True)
+        if got.returncode != 0:
+            pytest.fail(f"root cannot make a folder read-only here (chattr: {got.stderr.strip()})")
+
+
 def test_a_read_only_folder_is_read_from_a_private_copy(tmp_path):
     conn = make_db(tmp_path / "proj" / ".opencode" / "opencode.db")
     conn.execute("PRAGMA wal_autocheckpoint = 0")
@@ -385,15 +402,15 @@ def test_a_read_only_folder_is_read_from_a_private_copy(tmp_path):
         shutil.copyfile(folder / name, keep / name)
     conn.close()
     assert (keep / "opencode.db-wal").stat().st_size > 0
-    for p in (keep / "opencode.db", keep / "opencode.db-wal", keep):
-        p.chmod(0o555 if p.is_dir() else 0o444)
+    locked = [keep / "opencode.db", keep / "opencode.db-wal", keep]
+    _read_only(locked, True)
     try:
         db = tmp_path / "a.db"
         imp(db, tmp_path / "ro" / "proj")
         assert scalar(db, "SELECT COUNT(*) FROM messages") == 5
         assert sorted(p.name for p in keep.iterdir()) == ["opencode.db", "opencode.db-wal"]
     finally:
-        keep.chmod(0o755)
+        _read_only(locked, False)
 
 
 def test_default_place_is_crushs_projects_registry(tmp_path):
