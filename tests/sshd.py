@@ -57,7 +57,10 @@ def keygen(path: Path, kind: str = "ed25519") -> Path:
 class SSHServer:
     """One sshd listening on 127.0.0.1:<port> until :meth:`stop`."""
 
-    def __init__(self, root: Path, user_key: Path | None = None, host_key: Path | None = None):
+    def __init__(self, root: Path, user_key: Path | None = None, host_key: Path | None = None,
+                 home: Path | None = None):
+        # home: where an SFTP session starts (what `~` is to the client), instead of the user's real home
+        self.home = Path(home) if home is not None else None
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
         self.user = getpass.getuser()
@@ -102,7 +105,8 @@ class SSHServer:
                 "MaxStartups 50\n"
                 "MaxSessions 50\n"
                 "LogLevel ERROR\n"
-                "Subsystem sftp internal-sftp\n"
+                + ("Subsystem sftp internal-sftp\n" if self.home is None else
+                   f"Subsystem sftp internal-sftp -d {self.home}\n")
             )
             log = open(self.log_path, "ab")
             self.proc = subprocess.Popen([SSHD, "-D", "-e", "-f", str(config)], stdin=subprocess.DEVNULL,

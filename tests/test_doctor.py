@@ -143,3 +143,39 @@ def test_doctor_without_an_archive_says_so_and_makes_nothing(tmp_path):
     got = agentbase(home, "doctor", "--db", f"sqlite:///{tmp_path / 'none.db'}")
     assert got.returncode == 1 and "no archive at" in got.stderr and len(got.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "none.db").exists()
+
+
+def test_doctor_checks_every_configured_server_over_ssh(tmp_path, codex_files):
+    """A configured server over SSH (a real sshd on loopback, its SFTP home made in tmp): doctor finds
+    its places there, the archive's figures for it, and says which server it could not reach."""
+    from sshd import SSHServer, free_port, require_sshd
+    from test_ssh import import_config, write_config
+
+    require_sshd()
+    remote_home = tmp_path / "remote-home"
+    for f, root in codex_files:
+        target = remote_home / ".codex" / "sessions" / f.relative_to(root)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(f, target)
+    server = SSHServer(tmp_path / "sshd", home=remote_home).start()
+    try:
+        config = write_config(tmp_path, server, [
+            {"name": "box", "host": "127.0.0.1", "port": server.port, "user": server.user,
+             "identity_file": str(server.user_key), "paths": ["~/.codex"]},
+            {"name": "gone", "host": "127.0.0.1", "port": free_port(), "user": server.user,
+             "identity_file": str(server.user_key)}])
+        imported = import_config(config, server="box")
+        assert imported.ok, [s.error for s in imported.servers]
+        got = agentbase(tmp_path, "doctor", "--config", str(config), "--json")
+    finally:
+        server.stop()
+    assert got.returncode == 0, got.stderr
+    servers = {s["server"]: s for s in json.loads(got.stdout)["servers"]}
+    assert set(servers) == {"box", "gone"}
+    box = {k["kind"]: k for k in servers["box"]["kinds"]}
+    assert servers["box"]["where"].startswith("ssh ") and servers["box"]["error"] is None
+    assert box["codex"]["places"] == [{"path": "~/.codex", "found": True}]
+    assert box["codex"]["sessions"] == len(codex_files)
+    assert box["claude-code"]["found"] is False and box["claude-code"]["sessions"] == 0
+    assert servers["gone"]["error"].startswith("not reached")
+    assert all(p["found"] is None for k in servers["gone"]["kinds"] for p in k["places"])
