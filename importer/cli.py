@@ -197,10 +197,21 @@ NOT_READ_SHOWN = 20
 
 
 def _problems(report, skip: str | None = None) -> None:
-    """A run's warnings, the files it did not read and why (never their content), and its errors
+    """A run's warnings, the records of types their kind does not know (per server and kind: counted,
+    one example's place), the files it did not read and why (never their content), and its errors
     (``skip``: one already said)."""
+    from .terminal import clean
+
     for warning in report.warnings:
         click.echo(f"warning: {warning}", err=True)
+    for (server, kind), types in sorted(report.unknown_types.items()):
+        ranked = sorted(types.items(), key=lambda t: (-t[1][0], t[0]))
+        shown = ", ".join(f"{clean(name)} x{count}" for name, (count, _) in ranked[:5])
+        more = f", +{len(ranked) - 5} more types" if len(ranked) > 5 else ""
+        total = sum(c for c, _ in types.values())
+        click.echo(f"note: {kind} on {clean(server)}: {total} record{'s' if total != 1 else ''} of types it does "
+                   f"not know, kept as entries ({shown}{more}; e.g. {clean(ranked[0][1][1])}; agentbase doctor "
+                   "lists them)", err=True)
     for path, why in report.not_read[:NOT_READ_SHOWN]:
         click.echo(f"note: not read: {path}: {why}", err=True)
     if len(report.not_read) > NOT_READ_SHOWN:

@@ -46,6 +46,8 @@ class ImportReport:
     bytes_read: int = 0
     events_read: int = 0  # rows and records read from OpenClaw SQLite stores
     unknown_entries: int = 0  # entries of records their kind does not know
+    # (server, kind) -> {record type: [count, where the first is]}: what import says of them
+    unknown_types: dict = field(default_factory=dict)
     elapsed_s: float = 0.0
     failures: list[tuple[str, str]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
@@ -67,11 +69,21 @@ class ImportReport:
             "elapsed_s": round(self.elapsed_s, 4),
         }
 
+    def note_unknown(self, server: str, kind: str, types: dict) -> None:
+        mine = self.unknown_types.setdefault((server, kind), {})
+        for name, (count, where) in types.items():
+            if name in mine:
+                mine[name][0] += count
+            else:
+                mine[name] = [count, where]
+
     def add(self, other: "ImportReport") -> None:
         """Add a committed file's figures (not its file counters)."""
         for name in ("messages_added", "entries_added", "bad_lines", "pending_lines", "bytes_read", "events_read",
                      "unknown_entries"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
+        for (server, kind), types in other.unknown_types.items():
+            self.note_unknown(server, kind, types)
 
     def summary(self) -> str:
         return (
@@ -198,6 +210,7 @@ class SessionWriter:
         self.added_messages = 0
         self.added_entries = 0
         self.unknown_entries = 0  # of them, records the kind does not know (docs/sources.md, "Unknown records")
+        self.unknown_types: dict[str, list] = {}  # their type -> [count, where the first is]
         self.changed = False
         self.totals = _Totals() if self.session is None else None  # a new session's figures, kept as rows go in
         self.open_calls: dict[str, dict] = {}  # this file's calls still waiting for a result
@@ -293,6 +306,12 @@ class SessionWriter:
             self.added_entries += 1
             if row.get("custom_type") == UNKNOWN or row.get("entry_type") == UNKNOWN:
                 self.unknown_entries += 1
+                seen = self.unknown_types.get(row.get("entry_type") or UNKNOWN)
+                if seen is None:
+                    self.unknown_types[row.get("entry_type") or UNKNOWN] = [
+                        1, f"session {self.session_uuid}, record {row.get('seq')}"]
+                else:
+                    seen[0] += 1
             table = "entries"
         self.known[entry.entry_id] = [entry.parent_id, 1, digest, table]
         self.changed = True
@@ -579,6 +598,8 @@ def import_unit(store: Store, unit: Unit, checkpoint: Checkpoint | None, report:
         report.messages_added += writer.added_messages
         report.entries_added += writer.added_entries
         report.unknown_entries += writer.unknown_entries
+        if writer.unknown_types:
+            report.note_unknown(unit.server, unit.source.kind, writer.unknown_types)
         if writer.conflicts:
             theirs = (writer.session["source_rank"] or "").split(":", 2)[-1]
             report.warnings.append(

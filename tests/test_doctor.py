@@ -68,6 +68,11 @@ def test_doctor_lists_places_sessions_and_unknown_types(tmp_path, codex_files):
     assert versions  # (the newer sample has one)
     got = agentbase(home, "import", "-q")  # no PATH: every kind's default places in this HOME
     assert got.returncode == 0, got.stderr
+    # the import says it too: per server and kind, counted, one example's place, never the content
+    notes = [x for x in got.stderr.splitlines() if "of types it does not know" in x]
+    assert len(notes) == 1 and notes[0].startswith("note: pi on ") and "2 records" in notes[0], got.stderr
+    assert "hologram_state x2" in notes[0] and "session doctor-pi-1, record 2" in notes[0]
+    assert SECRET not in got.stderr
     got = agentbase(home, "doctor", "--json")
     assert got.returncode == 0, got.stderr
     assert SECRET not in got.stdout
