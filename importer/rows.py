@@ -181,6 +181,9 @@ _STRINGS = tuple(c for c, t in schema.TABLES["messages"]
 # Flags stored as 0/1.
 _FLAGS = tuple(c for c, t in schema.TABLES["messages"] if t == "bool" and c in MESSAGE_COLUMNS)
 _DEFAULTS = {c: (0 if c in _FLAGS else None) for c in MESSAGE_COLUMNS}
+# column -> 0 (a flag), its width (a short string), -1 (a long string); the named arguments' strings
+_CHECKS = {**{c: 0 for c in _FLAGS}, **{c: -1 for c in _STRINGS}, **_WIDTHS}
+_GIVEN = ("message_uuid", "parent_message_uuid", "native_role", "first_tool_call")
 _DERIVE = object()
 
 
@@ -221,7 +224,9 @@ def message_row(uuid: str, role: str, *, blocks: list | None = None, content: An
         content = blocks
     row.update({
         "message_uuid": uuid, "parent_message_uuid": parent, "role": role, "native_role": native_role,
-        "content_blocks": dumps(content) if content is not None else None,
+        # (a kind that gives content_blocks itself, as written: not made twice)
+        "content_blocks": fields.pop("content_blocks") if "content_blocks" in fields else (
+            dumps(content) if content is not None else None),
         "text_preview": (_preview_of(content, blocks) if text_preview is _DERIVE else text_preview),
         "first_tool_call": text(tools[0].get("name")) if tools else None,
         "tool_call_count": len(tools),
@@ -234,22 +239,31 @@ def message_row(uuid: str, role: str, *, blocks: list | None = None, content: An
     })
     if not row["text_preview"] and preview_else is not None:
         row["text_preview"] = preview(text(preview_else))
+    # What a caller gave is made what its column holds: a flag 0/1, a string a string (at its width) or
+    # None (the derived columns are made so already).
+    checks = _CHECKS
     for name, value in fields.items():
-        if name not in row:
-            raise TypeError(f"messages has no column {name!r}")
+        check = checks.get(name)
+        if check is None:
+            if name not in row:
+                raise TypeError(f"messages has no column {name!r}")
+        elif check == 0:
+            if value.__class__ is not int:
+                value = int(bool(value))
+        elif value is not None:
+            if value.__class__ is not str:
+                value = None
+            elif check > 0 and len(value) > check:
+                value = value[:check]
         row[name] = value
-    for name in _FLAGS:
+    for name in _GIVEN:
         value = row[name]
-        if value.__class__ is not int:
-            row[name] = int(bool(value))
-    for name in _STRINGS:
+        if value is not None and (value.__class__ is not str or len(value) > checks[name]):
+            row[name] = value[:checks[name]] if value.__class__ is str else None
+    for name in ("text_preview", "thinking_text"):
         value = row[name]
         if value is not None and value.__class__ is not str:
             row[name] = None
-    for name, width in _WIDTHS.items():
-        value = row[name]
-        if value is not None and len(value) > width:
-            row[name] = value[:width]
     return row
 
 
