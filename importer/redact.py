@@ -628,6 +628,9 @@ _OAUTH_BASIC = ("x-oauth-basic", "x-oauth-token")  # https://TOKEN:x-oauth-basic
 _PGPASS = re.compile(r"(?<![\w.:*@\[\]-])(?P<host>[A-Za-z0-9_.*\[\]-]+):(?P<port>\d{1,5}|\*):(?P<db>[\w.*-]+):"
                      r"(?P<user>[\w.*@-]+):(?P<uv>(?:\\:|[^\s:\"'`])+)(?=[\s\"'`]|$)")
 # JSON decoding of a string that holds escapes (JSON or shell text inside a tool output)
+# How many levels of JSON-in-JSON escaping are read through: a \\u escape n levels deep is written
+# with 2 ** (n - 1) backslashes (a log line quoting a tool result quoting a config file is 3).
+_ESCAPE_LEVELS = 4
 _ESCAPES = re.compile(r"\\(?:u[0-9a-fA-F]{4}|[nrt\"'\\/bf])")
 _PERCENT = re.compile(r"%[0-9a-fA-F]{2}")
 _PATH_EXT = re.compile(r"\.(?:jsonl|json|txt|log|md)(?=$|[./\\])[^/\\]*")
@@ -950,9 +953,9 @@ class Detector:
                 if len(piece) >= MIN_PIECE and _piece_ok(piece):
                     out.append((piece, k, -1, -1))
 
-    def _variant(self, text: str, out: list, cut: bool, again: bool = True) -> None:
-        if again and "\\" in text and _ESCAPES.search(text):  # escaped twice: JSON printed inside JSON
-            self._variant(_unescape(text), out, cut, False)
+    def _variant(self, text: str, out: list, cut: bool, deeper: int = _ESCAPE_LEVELS - 1) -> None:
+        if deeper and "\\" in text and _ESCAPES.search(text):  # escaped again: JSON printed inside JSON
+            self._variant(_unescape(text), out, cut, deeper - 1)
         hits = self.needles.match(text)
         if hits:
             found: list = []
@@ -1464,7 +1467,7 @@ def _char_pattern(ch: str) -> str:
         alts.append(re.escape(json.dumps(esc)[1:-1]))
     o = ord(ch)
     if o < 0x10000:
-        alts.append(r"\\{1,3}u" + _hex(o, 4))
+        alts.append(r"\\{1,%d}u" % (2 ** (_ESCAPE_LEVELS - 1)) + _hex(o, 4))
     if ch == " ":
         alts.append(r"\+")
     if o < 0x80:
@@ -1939,7 +1942,7 @@ class SecretSet:
         # \u and %XX escapes hide anchors: the text decoded, as a reader of its JSON or URL would
         if _DECODE_NEEDED.search(data):
             plain = text
-            for _ in range(2):  # a \u escape inside a JSON string is escaped once more
+            for _ in range(_ESCAPE_LEVELS):  # a \u escape inside a JSON string may be escaped again
                 if "\\" in plain:
                     plain = _unescape(plain)
             plain_data = _url_decode(plain).encode("utf-8", "surrogatepass")

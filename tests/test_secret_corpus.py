@@ -256,6 +256,27 @@ def test_value_forms():
         assert v[5:15] not in new, name
 
 
+@pytest.mark.parametrize("levels", [1, 2, 3, 4])
+def test_a_u_escaped_key_is_found_and_replaced_levels_deep(levels):
+    """JSON printed inside JSON, up to four levels (a log line quoting a tool result quoting a config
+    file): a key written with \\u escapes is found by the detector and replaced in every level."""
+    rng = random.Random(levels)
+    v = "sk-proj-" + C.fake(rng, C.AN, 48)
+    text = '{"openai_key": "%s"}' % "".join(f"\\u{ord(c):04x}" for c in v)
+    for _ in range(levels - 1):
+        text = json.dumps(text)
+    assert text.count("\\" * 2 ** (levels - 1) + "u") == len(v)
+    found = R.detector().scan(text)
+    assert v in {value for value, _kind in found}
+    new, counts = R.SecretSet(found).replace(text)
+    assert sum(counts.values()) >= 1 and "[REDACTED:" in new
+    assert v[10:30] not in new.replace("\\", "").replace("u00", "")  # (no escaped run of it either)
+    plain = new
+    for _ in range(levels):
+        plain = json.loads(plain) if plain.startswith('"') else plain
+    assert v[10:30] not in json.dumps(json.loads(plain)) and v[10:30] not in plain
+
+
 def test_a_value_with_special_characters_in_every_form():
     v = 'Ab3"q\\x/9@Zy!%7'
     s = R.SecretSet([(v, "password")])
