@@ -2142,19 +2142,25 @@ class SecretSet:
             return text[:start] + REDACTED.format(kind), counts
         return text, counts
 
-    def replace_json(self, text: str, counts: Counter | None = None) -> tuple[str, Counter, Any]:
+    def replace_json(self, text: str, counts: Counter | None = None, look_first: bool = True
+                     ) -> tuple[str, Counter, Any]:
         """A JSON text with the values in its strings and keys replaced, still
-        valid JSON; also the decoded result (None if not JSON, then replaced as text)."""
+        valid JSON; also the decoded result (None if not JSON, then replaced as text).
+        ``look_first=False``: the text is not searched as a whole before its strings are
+        (a caller that knows its row holds a value: the strings' search is the only one)."""
         if counts is None:
             counts = Counter()
-        if not self.search(text):
+        if not text or not self._ensure() or (look_first and not self.search(text)):
             return text, counts, None
         try:
             value = _loads(text)
         except ValueError:
             new, counts = self.replace(text, counts)
             return new, counts, None
+        before = sum(counts.values())
         new_value = self._walk(value, counts)
+        if not look_first and sum(counts.values()) == before:
+            return text, counts, None  # (nothing in it: as when the search finds nothing)
         out = _dumps(new_value)
         return out, counts, new_value
 

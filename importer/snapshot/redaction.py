@@ -114,12 +114,17 @@ def redact_row(secrets: R.SecretSet, table: str, names: tuple[str, ...], row: tu
     for column, value in columns.items():
         if deferred and column == "text_preview":
             continue
-        if not isinstance(value, str) or not secrets.search(value):
+        if not isinstance(value, str):
+            continue
+        json_text = column not in R.NAME_COLUMNS and R.is_json(column, value)
+        # (in a row known to hold a value, a JSON text's strings are searched one by one, and
+        # not the whole text first: the search that decides is the strings')
+        if not (checked and json_text) and not secrets.search(value):
             continue
         if column in R.NAME_COLUMNS:
             new, counts = secrets.replace(value, names=True)
-        elif R.is_json(column, value):
-            new, counts, decoded = secrets.replace_json(value)
+        elif json_text:
+            new, counts, decoded = secrets.replace_json(value, look_first=not checked)
             if column == "content_blocks":
                 decoded_content = decoded
             elif column == "raw_json":
