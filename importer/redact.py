@@ -1496,6 +1496,21 @@ def _value_regex(value: str):
         return None
 
 
+@functools.lru_cache(maxsize=256)
+def _written_regex(value: str) -> re.Pattern:
+    return re.compile(_value_pattern(value))
+
+
+def written_at(text: str, value: str) -> tuple[int, int] | None:
+    """Where ``value`` first stands in ``text`` in any written form (_value_pattern: as it is,
+    JSON- or \\u-escaped, %-encoded), as (start, end) in the text; None if nowhere."""
+    at = text.find(value)
+    if at >= 0:
+        return at, at + len(value)
+    m = _written_regex(value).search(text)
+    return m.span() if m else None
+
+
 def _b64_forms(value: str) -> set[str]:
     """The base64 text that stands for ``value`` wherever it sits in a longer
     encoded run: one core per byte alignment (standard and URL-safe)."""
@@ -1581,6 +1596,7 @@ NAME_COLUMNS = frozenset(("server", "agent_id"))
 # its anchor says it starts (bytes.startswith), or, when it is not there as
 # written (escaped characters in it), with its own pattern around the anchor.
 _ANCHOR = 8
+_UNESCAPED = frozenset((b"-", b".", b"_", b"~"))  # characters that URL encoders and JSON leave as they are
 _SPACE = re.compile(r"\s")
 _MIN_RUN = 3  # shorter runs make no anchor (a value with none is searched for with its pattern)
 _RARE = 4  # an anchor shared by more values than this is avoided when the value has another
@@ -1755,6 +1771,12 @@ class SecretSet:
         for i, fwd, bwd in choices:
             a, at = pick(fwd, count_f)
             forward.setdefault(a, []).append((i, at))
+            if fwd[a][1] and entries[i][1][at - 1:at] in _UNESCAPED:
+                # a forward anchor inside the value, after one of its own characters that no JSON or
+                # URL writer escapes, finds it glued to letters on its left too: a backward one would
+                # find nothing more (and would cost its automaton states, for every value of the set).
+                # (After a "/" or a "+", written %2F or %252B, the anchor is glued to a hex digit.)
+                continue
             a, at = pick(bwd, count_b)
             backward.setdefault(a, []).append((i, at))
         self._entries = entries

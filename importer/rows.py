@@ -89,11 +89,11 @@ def cut_text(value: str, limit: int = PREVIEW_CHARS) -> str:
     window = value[lo:limit + 1024]
     end = limit
     for found, _kind, s, e in redact.detector().find(window):
-        if s < 0:  # found in a decoded form: where it stands as written, if it does
-            s = window.find(found)
-            e = s + len(found)
-            if s < 0:
+        if s < 0:  # found in a decoded form: where it stands as written (escaped, encoded), if it does
+            at = redact.written_at(window, found)
+            if at is None:
                 continue
+            s, e = at
         if lo + s < limit < lo + e:
             end = min(end, lo + s)
     return value[:end]

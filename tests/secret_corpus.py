@@ -292,6 +292,9 @@ def plants(rng: random.Random) -> list[Plant]:
     add("key_in_signature_field", json.dumps({"type": "webhook", "signature": v}), v)
     v = "AKIA" + fake(rng, string.ascii_uppercase + string.digits, 15) + "7"
     add("aws_id_in_base64_run", f"blob: {fake(rng, B64, 40)}{v}{fake(rng, string.ascii_lowercase, 12)}", v)
+    v = "sk-proj-" + fake(rng, AN, 48)  # JSON in a tool result in a log line: \\u escaped three levels deep
+    add("u_escaped_three_levels", json.dumps(json.dumps(f'{{"openai_key": "{_u_escape(v)}"}}')), v,
+        encoded=[json.dumps(json.dumps(_u_escape(v)))[3:60]])
     for p in out[first_22:]:
         p.issue = 22
     return out

@@ -277,6 +277,19 @@ def test_a_u_escaped_key_is_found_and_replaced_levels_deep(levels):
     assert v[10:30] not in json.dumps(json.loads(plain)) and v[10:30] not in plain
 
 
+def test_a_preview_ends_before_an_escaped_key_it_would_cut():
+    """A preview cut at 512 characters through a \\u-escaped key (whose decoded form is what the
+    detector finds) ends before the key: its escaped head would match no value in the export."""
+    from importer.rows import cut_text
+
+    v = "sk-proj-" + C.fake(random.Random(9), C.AN, 48)
+    escaped = "".join(f"\\u{ord(c):04x}" for c in v)
+    text = "x" * 400 + ' {"openai_key": "' + escaped + '"} and more'
+    assert len(text) > 512 and 400 < text.index(escaped) < 512 < text.index(escaped) + len(escaped)
+    cut = cut_text(text, 512)
+    assert len(cut) <= text.index(escaped) and escaped[:12] not in cut
+
+
 def test_a_value_with_special_characters_in_every_form():
     v = 'Ab3"q\\x/9@Zy!%7'
     s = R.SecretSet([(v, "password")])
