@@ -34,7 +34,7 @@ from urllib.parse import urlencode
 
 from datasette.utils.asgi import BadRequest, NotFound, Response
 
-from importer import session_search
+from importer import amounts, session_search
 from importer.search import fts_query
 
 from . import facts
@@ -294,20 +294,10 @@ def _minute(local: str | None) -> str:
     return local[:16] if local else ""
 
 
-def money(value: float) -> str:
-    """Dollars and cents; four decimals under a dollar; under $0.0001, said so."""
-    if value >= 1:
-        return f"${value:,.2f}"
-    if value >= 0.0001:
-        return f"${value:.4f}"
-    return "<$0.0001" if value > 0 else "$0"
-
-
 def cost_label(row: dict) -> str:
-    """The priced calls' cost; "unpriced" where every call is; a dash without calls."""
-    if row["priced_calls"]:
-        return money(row["cost_usd"] or 0.0)
-    return "unpriced" if row["unpriced_calls"] else "–"
+    """The priced calls' cost as the dashboard writes a total (cents from $1, four decimals under);
+    "unpriced" where every call is; a dash without calls."""
+    return amounts.cost_label(row["cost_usd"], row["priced_calls"], row["unpriced_calls"], 4, cents_from=1)
 
 
 def present(row: dict) -> dict:

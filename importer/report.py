@@ -18,6 +18,7 @@ import unicodedata
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone as dt_timezone
 
+from .amounts import compact, marked_cost
 from .store import Store, StoreError
 from .terminal import clean
 from .titles import first_prompts, session_title
@@ -302,23 +303,6 @@ def _cut(text: str, width: int) -> str:
     return "".join(out) + "…"
 
 
-def _compact(n: int) -> str:
-    for unit, size in (("G", 10**9), ("M", 10**6), ("k", 10**3)):
-        if abs(n) >= size:
-            value = n / size
-            return f"{value:.1f}{unit}" if value < 100 else f"{value:.0f}{unit}"
-    return str(n)
-
-
-def _cost(c: float, unpriced: int) -> str:
-    """Cents on every row (under a cent: ``<$0.01``); ``unpriced`` when no call of the row has a
-    price, a ``*`` when some have none (never shown as $0)."""
-    if unpriced and c == 0:
-        return "unpriced"
-    text = f"${c:,.2f}" if c >= 0.005 or c == 0 else "<$0.01"
-    return text + ("*" if unpriced else "")
-
-
 def format_table(kind: str, rows: list[Row], zone_name: str, price_date: str | None, breakdown: bool,
                  width: int | None = None) -> str:
     """The report as text: fits ``width`` columns (the terminal's, at least 80)."""
@@ -326,7 +310,7 @@ def format_table(kind: str, rows: list[Row], zone_name: str, price_date: str | N
     label = {"daily": "Day", "weekly": "Week of", "monthly": "Month", "session": "Session",
              "blocks": "Block (5 h)"}[kind]
     wide = width >= 120
-    number = (lambda n: f"{n:,}") if wide else _compact
+    number = (lambda n: f"{n:,}") if wide else compact
     head = [label, "Input", "Output", "Cache write", "Cache read", "Total", "Cost"]
     if wide:
         head.insert(1, "Models")
@@ -334,7 +318,7 @@ def format_table(kind: str, rows: list[Row], zone_name: str, price_date: str | N
 
     def line(name: str, f: Figures, models: str = "") -> list[str]:
         cells = [name, number(f.input), number(f.output), number(f.cacheWrite), number(f.cacheRead),
-                 number(f.totalTokens), _cost(f.cost_usd, f.unpriced_calls)]
+                 number(f.totalTokens), marked_cost(f.cost_usd, f.unpriced_calls)]
         if wide:
             cells.insert(1, models)
         return cells
