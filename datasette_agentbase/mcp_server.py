@@ -148,13 +148,12 @@ def _marked(text: str) -> str:
     return text.replace("<mark>", "**").replace("</mark>", "**")
 
 
-def _filters(agent, server, source) -> tuple[str, list]:
-    terms, params = [], []
-    for column, value in (("m.agent_id", agent), ("m.server", server), ("m.source", source)):
-        if value:
-            terms.append(f"{column} = ?")
-            params.append(value)
-    return "".join(f" AND {t}" for t in terms), params
+def _filters(agent, server, source, *more: tuple[str, object], table: str = "m") -> tuple[str, list]:
+    """`` AND ...`` for each filter given: the agent, server and source (columns of ``table``), then each
+    (condition, value) of ``more``; and their parameters."""
+    given = [(c, v) for c, v in ((f"{table}.agent_id = ?", agent), (f"{table}.server = ?", server),
+                                 (f"{table}.source = ?", source), *more) if v]
+    return "".join(f" AND {c}" for c, _ in given), [v for _, v in given]
 
 
 # -- search_sessions ----------------------------------------------------------------------------------
@@ -170,13 +169,7 @@ def find_sessions(conn: sqlite3.Connection, q: str, agent: str | None = None, se
     message's BM25 plus a little for each further matching message, and more when its title or first
     prompt matches (``session_list_fts``); the newest first among equals."""
     match = fts_query(q)
-    where, params = _filters(agent, server, source)
-    if since:
-        where += " AND m.day >= ?"
-        params.append(since)
-    if until:
-        where += " AND m.day <= ?"
-        params.append(until)
+    where, params = _filters(agent, server, source, ("m.day >= ?", since), ("m.day <= ?", until))
     # Unfiltered, the best are kept from the index alone, then read; filtered, the filters apply before the
     # best are kept (every match read): a filtered search misses no session the filters select.
     best = ("SELECT rowid AS id, bm25(messages_fts) AS rank FROM messages_fts WHERE messages_fts MATCH ?"
@@ -197,20 +190,11 @@ def find_sessions(conn: sqlite3.Connection, q: str, agent: str | None = None, se
             s["latest"] = stamp
     titled: set[int] = set()
     if _has(conn, SESSION_LIST, SESSION_LIST_FTS):
+        listed, list_params = _filters(agent, server, source, ("l.last_day >= ?", since), ("l.first_day <= ?", until),
+                                       table="l")
         sql = (f"SELECT l.id FROM {SESSION_LIST_FTS} f JOIN {SESSION_LIST} l ON l.id = f.rowid "
-               f"WHERE {SESSION_LIST_FTS} MATCH ?")
-        list_params: list = [match]
-        for column, value in (("agent_id", agent), ("server", server), ("source", source)):
-            if value:
-                sql += f" AND l.{column} = ?"
-                list_params.append(value)
-        if since:
-            sql += " AND l.last_day >= ?"
-            list_params.append(since)
-        if until:
-            sql += " AND l.first_day <= ?"
-            list_params.append(until)
-        titled = {r[0] for r in _match(conn, sql + " LIMIT 500", list_params)}
+               f"WHERE {SESSION_LIST_FTS} MATCH ?{listed} LIMIT 500")
+        titled = {r[0] for r in _match(conn, sql, [match, *list_params])}
     for sid in titled - set(sessions):
         sessions[sid] = {"id": sid, "best": 0.0, "count": 0, "messages": [], "latest": 0}
 
@@ -277,13 +261,7 @@ def search_messages(conn: sqlite3.Connection, query: str, agent=None, server=Non
     offset = offset or 0
     if not 0 <= offset <= 10_000:
         raise BadArguments("offset must be between 0 and 10000")
-    where, params = _filters(agent, server, source)
-    if day:
-        where += " AND m.day = ?"
-        params.append(day)
-    if role:
-        where += " AND m.role = ?"
-        params.append(role)
+    where, params = _filters(agent, server, source, ("m.day = ?", day), ("m.role = ?", role))
     columns = ("m.id, m.session_id, m.role, m.local_time, m.agent_id, m.server, m.source, m.tool_name, "
                "m.content_blocks, m.text_preview")
     if where:  # every match read, the filters applied, then the page
@@ -619,11 +597,8 @@ def shell_commands(conn: sqlite3.Connection, day=None, agent=None, server=None, 
     most = 500 if max_output_chars is None else max_output_chars
     if not 0 <= most <= 20_000:
         raise BadArguments("max_output_chars must be between 0 and 20000")
-    where, params = "agentbase_is_shell(t.source, t.tool_name)", []
-    for column, value in (("t.agent_id", agent), ("t.server", server), ("t.source", source)):
-        if value:
-            where += f" AND {column} = ?"
-            params.append(value)
+    where, params = _filters(agent, server, source, table="t")
+    where = "agentbase_is_shell(t.source, t.tool_name)" + where
     if day is None:
         found = conn.execute(f"SELECT t.day FROM tool_calls t WHERE {where} ORDER BY t.day DESC LIMIT 1",
                              params).fetchone()
