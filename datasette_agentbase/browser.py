@@ -25,7 +25,6 @@ Datasette's own index page.
 
 from __future__ import annotations
 
-import re
 import sqlite3
 import threading
 from dataclasses import dataclass, field
@@ -47,7 +46,6 @@ MAX_PAGE = 500
 PRESETS = (("1", "today"), ("7", "7 days"), ("30", "30 days"))
 PARAMS = ("agent", "server", "source", "days", "from", "to", "errors", "thinking", "q", "limit")
 MAX_START = 10_000  # the deepest a search pages
-_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
 COLUMNS = tuple(SESSION_LIST_COLUMNS)
 
 
@@ -85,16 +83,10 @@ class Filters:
 
 
 def _day(value: str | None, name: str) -> str | None:
-    if not value:
-        return None
-    value = value.strip()
     try:
-        if not _DAY.fullmatch(value):
-            raise ValueError
-        date.fromisoformat(value)
-    except ValueError:
-        raise BadRequest(f"{name} must be a day, YYYY-MM-DD") from None
-    return value
+        return session_search.check_day(value, name)
+    except session_search.QueryError as exc:
+        raise BadRequest(str(exc)) from None
 
 
 def parse(args, strict: bool = True) -> Filters:

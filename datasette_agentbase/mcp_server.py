@@ -42,6 +42,7 @@ import orjson
 from pydantic import Field
 
 from importer.search import fts_query, message_search_text
+from importer.session_search import QueryError, check_day
 
 from . import facts
 from .facts import SESSION_LIST, SESSION_LIST_FTS
@@ -105,16 +106,10 @@ def _has(conn: sqlite3.Connection, *tables: str) -> bool:
 # -- arguments --------------------------------------------------------------------------------------
 
 def _day(value: str | None, name: str) -> str | None:
-    if value is None or value == "":
-        return None
-    value = value.strip()
     try:
-        if not _DAY.fullmatch(value):
-            raise ValueError
-        date.fromisoformat(value)
-    except ValueError:
-        raise BadArguments(f"{name} must be a day, YYYY-MM-DD") from None
-    return value
+        return check_day(value, name)
+    except QueryError as exc:
+        raise BadArguments(str(exc)) from None
 
 
 def _limit(value: int | None, default: int, most: int = MAX_LIMIT) -> int:

@@ -232,8 +232,11 @@ class Options:
 
 
 def check_day(value: str | None, name: str) -> str | None:
+    """A day as typed (spaces around it ignored), YYYY-MM-DD; None when none is given; a QueryError
+    that names ``name`` otherwise (the CLI, the session browser and the MCP tools take days so)."""
     if not value:
         return None
+    value = value.strip()
     try:
         if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", value):
             raise ValueError
