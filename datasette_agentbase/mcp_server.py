@@ -483,14 +483,10 @@ def usage_rows(conn: sqlite3.Connection, kind: str, since: str | None = None, un
     zone's offset the export stored with it (``utc_offset_s``), grouped in SQL, so no time text is made
     per row (the snapshot's ``timestamp`` is computed on read); titles and the rest of a session's line
     from ``session_list``."""
-    from importer.report import COLUMNS, Figures, Row
+    from importer.report import COLUMNS, FIGURES_SQL, Figures, Row, message_filters
 
-    where = ["m.usage_counted = 1"]
-    params: list = []
-    for column, value in (("m.agent_id", agent), ("m.server", server), ("m.source", source)):
-        if value is not None:
-            where.append(f"{column} = ?")
-            params.append(value)
+    where, params = message_filters(agent, server, source)
+    where.insert(0, "m.usage_counted = 1")
     for bound, op in ((since, ">="), (until, "<=")):
         if bound:
             where.append(f"m.day {op} ?")  # (an index: idx_messages_day)
@@ -499,11 +495,7 @@ def usage_rows(conn: sqlite3.Connection, kind: str, since: str | None = None, un
     day = ("CASE WHEN m.timestamp_ms IS NOT NULL THEN (m.timestamp_ms / 1000 + COALESCE(m.utc_offset_s, 0)) / 86400 "
            "ELSE m.day END")
     group = "d" + (", m.session_id" if per_session else "")
-    sums = ", ".join(f"SUM(COALESCE(m.{c}, 0))" for c in COLUMNS.values())
-    sql = (f"SELECT {day} AS d, {'m.session_id' if per_session else 'NULL'}, COALESCE(m.model, ''), {sums}, "
-           "SUM(COALESCE(m.cost_usd, 0)), SUM(CASE WHEN m.cost_source = 'unpriced' THEN 1 ELSE 0 END), "
-           "SUM(CASE WHEN m.cost_source IS NOT NULL THEN 1 ELSE 0 END), "
-           "SUM(CASE WHEN m.cost_source = 'computed' THEN 1 ELSE 0 END) "
+    sql = (f"SELECT {day} AS d, {'m.session_id' if per_session else 'NULL'}, COALESCE(m.model, ''), {FIGURES_SQL} "
            # (a row without tokens, cost or an unpriced call adds nothing that a report shows: left out here)
            f"FROM messages m WHERE {' AND '.join(where)} AND (m.timestamp_ms IS NOT NULL OR m.day IS NOT NULL) "
            f"AND ({' OR '.join(f'COALESCE(m.{c}, 0) <> 0' for c in (*COLUMNS.values(), 'cost_usd'))} "
@@ -512,19 +504,16 @@ def usage_rows(conn: sqlite3.Connection, kind: str, since: str | None = None, un
     rows: dict[str, Row] = {}
     for rec in conn.execute(sql, params):
         local = _report_day(rec[0])
-        values = rec[3:]
         if local is None or (since and local < since) or (until and local > until):
             continue
-        if not any(values[:5]) and not values[5] and not values[6]:
+        f = Figures.of(rec[3:])
+        if f is None:
             continue  # no usage at all (a user message): not in a usage report
-        f = Figures(*(int(v or 0) for v in values[:5]), float(values[5] or 0.0), int(values[6] or 0),
-                    int(values[7] or 0), int(values[8] or 0))
         key = str(rec[1]) if per_session else (local[:7] if kind == "monthly" else local)
         row = rows.get(key)
         if row is None:
             row = rows[key] = Row(key)
-        row.figures.add(f)
-        row.models.setdefault(rec[2] or "(no model)", Figures()).add(f)
+        row.add(rec[2], f)
         if per_session and (row.info.get("last_day") is None or local > row.info["last_day"]):
             row.info["last_day"] = local
     if not per_session:
