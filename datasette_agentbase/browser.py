@@ -163,26 +163,18 @@ def _choices(conn: sqlite3.Connection, database: str | None) -> dict:
     return out
 
 
+def options(f: Filters, **more) -> session_search.Options:
+    """The filters as the session search takes them (its ``Options``)."""
+    return session_search.Options(
+        agent=[f.agent] if f.agent else [], server=[f.server] if f.server else [],
+        source=[f.source] if f.source else [], since=f.start, until=f.end, errors=f.errors, thinking=f.thinking,
+        **more)
+
+
 def where(f: Filters) -> tuple[list[str], list]:
-    """The WHERE terms and parameters of the filters (no cursor)."""
-    terms: list[str] = []
-    params: list = []
-    for column, value in (("agent_id", f.agent), ("server", f.server), ("source", f.source)):
-        if value is not None:
-            terms.append(f"{column} = ?")
-            params.append(value)
-    if f.start:
-        # last_day >= start; and (as no time zone is more than a day from UTC) last_message_at >= the
-        # day before, which lets the index stop at the range's start
-        terms.append("last_day >= ? AND last_message_at >= ?")
-        params += [f.start, (date.fromisoformat(f.start) - timedelta(days=1)).isoformat()]
-    if f.end:
-        terms.append("first_day <= ?")
-        params.append(f.end)
-    if f.errors:
-        terms.append("has_errors = 1")
-    if f.thinking:
-        terms.append("has_thinking = 1")
+    """The WHERE terms and parameters of the filters (no cursor), the query's as a match of the session
+    list's own index (titles, first prompts)."""
+    terms, params = session_search.list_terms(options(f))
     if f.q:
         terms.append(f"id IN (SELECT rowid FROM {SESSION_LIST_FTS} WHERE {SESSION_LIST_FTS} MATCH ?)")
         params.append(fts_query(f.q))
@@ -224,12 +216,8 @@ def resolve_range(f: Filters, latest: str | None) -> None:
 def search(conn: sqlite3.Connection, f: Filters, href) -> dict:
     """A page of the session search: its sessions as the list's rows (every column), each with what the
     search found (snippets, matches, relevance, the link at the first match)."""
-    options = session_search.Options(
-        agent=[f.agent] if f.agent else [], server=[f.server] if f.server else [],
-        source=[f.source] if f.source else [], since=f.start, until=f.end, errors=f.errors, thinking=f.thinking,
-        limit=f.limit, offset=f.start_at)
     try:
-        found = session_search.search(conn, f.q, options, session_href=href)
+        found = session_search.search(conn, f.q, options(f, limit=f.limit, offset=f.start_at), session_href=href)
     except session_search.QueryError as exc:
         return {"rows": [], "more": False, "count": 0, "skipped": f.start_at, "error": str(exc), "search": None}
     ids = [s["id"] for s in found["sessions"]]
