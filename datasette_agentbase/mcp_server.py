@@ -41,7 +41,7 @@ from typing import Annotated, Any, Literal
 import orjson
 from pydantic import Field
 
-from importer.search import fts_query, message_search_text
+from importer.search import decoded_json, fts_query, message_search_text
 from importer.session_search import QueryError, check_day
 
 from . import facts
@@ -308,15 +308,6 @@ def _json(value) -> str:
     return value if isinstance(value, str) else orjson.dumps(value).decode()
 
 
-def _decode(blocks: str | None):
-    if blocks is None:
-        return None
-    try:
-        return orjson.loads(blocks)
-    except orjson.JSONDecodeError:
-        return blocks
-
-
 def message_out(m: dict, calls: dict, per_message: int, thinking: bool) -> dict:
     """One message as get_session gives it: text, thinking, tool calls (arguments as JSON) and, for a
     tool result, its output; each part cut to ``per_message`` characters (what was cut is counted)."""
@@ -329,7 +320,7 @@ def message_out(m: dict, calls: dict, per_message: int, thinking: bool) -> dict:
     if not m.get("is_active_path"):
         out["abandoned_branch"] = True
     cut = 0
-    content = _decode(m.get("content_blocks"))
+    content = decoded_json(m.get("content_blocks"), otherwise=m.get("content_blocks"))
     texts: list[str] = []
     thoughts: list[str] = []
     tool_calls: list[dict] = []
