@@ -43,10 +43,10 @@ from pydantic import Field
 
 from importer.search import decoded_json, fts_query, message_search_text
 from importer.session_search import QueryError, check_day
+from importer.snippets import snippet
 
 from . import facts
 from .facts import SESSION_LIST, SESSION_LIST_FTS
-from .snippets import snippet
 
 NAME = "agentbase"
 INSTRUCTIONS = (

@@ -41,6 +41,7 @@ from dataclasses import dataclass, field, replace
 from datetime import date, timedelta
 
 from .search import CJK_RUN, _tokens
+from .snippets import snippet
 
 CANDIDATES = 1000  # messages read from the index, best first, for the query and for each of its parts
 SNIPPETS = 3  # best matching messages shown a session
@@ -79,7 +80,7 @@ class Term:
         return phrase
 
     def highlight(self) -> str:
-        """The term as datasette_agentbase.snippets reads a query."""
+        """The term as importer.snippets reads a query."""
         if self.quoted or len(self.text.split()) > 1:
             return '"' + self.text.replace('"', " ") + '"'
         return self.text + ("*" if self.prefix else "")
@@ -456,8 +457,6 @@ def _sessions_info(conn, ids: list[int]) -> dict[int, dict]:
 
 
 def _snippets(conn, hits: list[Hit], query: Query, href) -> list[dict]:
-    from datasette_agentbase.snippets import snippet
-
     if not hits:
         return []
     ids = [h.id for h in hits]
