@@ -64,9 +64,9 @@ from datasette import hookimpl
 from markupsafe import Markup
 
 from importer.search import fts_query
+from importer.snippets import snippet
 
 from . import access, browser, explorer, facts, headers, live, live_pages, mcp_server, nav, pages, render, reports, served
-from .snippets import snippet
 
 LINK_COLUMNS = {"conversation", "session", "message", "tool_call", "messages", "next"}
 

@@ -25,7 +25,6 @@ Datasette's own index page.
 
 from __future__ import annotations
 
-import re
 import sqlite3
 import threading
 from dataclasses import dataclass, field
@@ -34,7 +33,7 @@ from urllib.parse import urlencode
 
 from datasette.utils.asgi import BadRequest, NotFound, Response
 
-from importer import session_search
+from importer import amounts, session_search
 from importer.search import fts_query
 
 from . import facts
@@ -47,7 +46,6 @@ MAX_PAGE = 500
 PRESETS = (("1", "today"), ("7", "7 days"), ("30", "30 days"))
 PARAMS = ("agent", "server", "source", "days", "from", "to", "errors", "thinking", "q", "limit")
 MAX_START = 10_000  # the deepest a search pages
-_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
 COLUMNS = tuple(SESSION_LIST_COLUMNS)
 
 
@@ -85,16 +83,10 @@ class Filters:
 
 
 def _day(value: str | None, name: str) -> str | None:
-    if not value:
-        return None
-    value = value.strip()
     try:
-        if not _DAY.fullmatch(value):
-            raise ValueError
-        date.fromisoformat(value)
-    except ValueError:
-        raise BadRequest(f"{name} must be a day, YYYY-MM-DD") from None
-    return value
+        return session_search.check_day(value, name)
+    except session_search.QueryError as exc:
+        raise BadRequest(str(exc)) from None
 
 
 def parse(args, strict: bool = True) -> Filters:
@@ -171,26 +163,18 @@ def _choices(conn: sqlite3.Connection, database: str | None) -> dict:
     return out
 
 
+def options(f: Filters, **more) -> session_search.Options:
+    """The filters as the session search takes them (its ``Options``)."""
+    return session_search.Options(
+        agent=[f.agent] if f.agent else [], server=[f.server] if f.server else [],
+        source=[f.source] if f.source else [], since=f.start, until=f.end, errors=f.errors, thinking=f.thinking,
+        **more)
+
+
 def where(f: Filters) -> tuple[list[str], list]:
-    """The WHERE terms and parameters of the filters (no cursor)."""
-    terms: list[str] = []
-    params: list = []
-    for column, value in (("agent_id", f.agent), ("server", f.server), ("source", f.source)):
-        if value is not None:
-            terms.append(f"{column} = ?")
-            params.append(value)
-    if f.start:
-        # last_day >= start; and (as no time zone is more than a day from UTC) last_message_at >= the
-        # day before, which lets the index stop at the range's start
-        terms.append("last_day >= ? AND last_message_at >= ?")
-        params += [f.start, (date.fromisoformat(f.start) - timedelta(days=1)).isoformat()]
-    if f.end:
-        terms.append("first_day <= ?")
-        params.append(f.end)
-    if f.errors:
-        terms.append("has_errors = 1")
-    if f.thinking:
-        terms.append("has_thinking = 1")
+    """The WHERE terms and parameters of the filters (no cursor), the query's as a match of the session
+    list's own index (titles, first prompts)."""
+    terms, params = session_search.list_terms(options(f))
     if f.q:
         terms.append(f"id IN (SELECT rowid FROM {SESSION_LIST_FTS} WHERE {SESSION_LIST_FTS} MATCH ?)")
         params.append(fts_query(f.q))
@@ -232,12 +216,8 @@ def resolve_range(f: Filters, latest: str | None) -> None:
 def search(conn: sqlite3.Connection, f: Filters, href) -> dict:
     """A page of the session search: its sessions as the list's rows (every column), each with what the
     search found (snippets, matches, relevance, the link at the first match)."""
-    options = session_search.Options(
-        agent=[f.agent] if f.agent else [], server=[f.server] if f.server else [],
-        source=[f.source] if f.source else [], since=f.start, until=f.end, errors=f.errors, thinking=f.thinking,
-        limit=f.limit, offset=f.start_at)
     try:
-        found = session_search.search(conn, f.q, options, session_href=href)
+        found = session_search.search(conn, f.q, options(f, limit=f.limit, offset=f.start_at), session_href=href)
     except session_search.QueryError as exc:
         return {"rows": [], "more": False, "count": 0, "skipped": f.start_at, "error": str(exc), "search": None}
     ids = [s["id"] for s in found["sessions"]]
@@ -294,20 +274,10 @@ def _minute(local: str | None) -> str:
     return local[:16] if local else ""
 
 
-def money(value: float) -> str:
-    """Dollars and cents; four decimals under a dollar; under $0.0001, said so."""
-    if value >= 1:
-        return f"${value:,.2f}"
-    if value >= 0.0001:
-        return f"${value:.4f}"
-    return "<$0.0001" if value > 0 else "$0"
-
-
 def cost_label(row: dict) -> str:
-    """The priced calls' cost; "unpriced" where every call is; a dash without calls."""
-    if row["priced_calls"]:
-        return money(row["cost_usd"] or 0.0)
-    return "unpriced" if row["unpriced_calls"] else "–"
+    """The priced calls' cost as the dashboard writes a total (cents from $1, four decimals under);
+    "unpriced" where every call is; a dash without calls."""
+    return amounts.cost_label(row["cost_usd"], row["priced_calls"], row["unpriced_calls"], 4, cents_from=1)
 
 
 def present(row: dict) -> dict:

@@ -34,6 +34,8 @@ import sqlite3
 
 from markupsafe import Markup, escape
 
+from importer import amounts
+
 from . import facts, render, richtext
 
 MESSAGE_COLUMNS = (
@@ -118,9 +120,9 @@ def _rows(conn: sqlite3.Connection, sql: str, params=()) -> list[dict]:
 
 
 def money(cost, tokens) -> str:
-    """$ amount; 'unpriced' for tokens without a cost (not free); '' for nothing."""
+    """$ amount, four decimals; 'unpriced' for tokens without a cost (not free); '' for nothing."""
     if cost:
-        return f"${cost:.4f}" if cost >= 0.0001 else f"${cost:.2g}"
+        return amounts.money(cost, 4)
     return "unpriced" if tokens else ""
 
 

@@ -32,6 +32,8 @@ from datetime import date, datetime, timedelta
 
 from markupsafe import Markup
 
+from importer import amounts
+
 from . import facts
 
 # Twenty colours told apart on a white page: Tableau's ten (its grey left out: "other" is grey),
@@ -453,9 +455,7 @@ def regroup(values: list, groups: list[int]) -> list:
 
 def cost_label(t: dict) -> str:
     """The cost of priced calls; where every call is unpriced, "unpriced" (not $0); no call: a dash."""
-    if t["calls"] - t["unpriced_calls"]:
-        return money(t["cost"])
-    return "unpriced" if t["unpriced_calls"] else "–"
+    return amounts.cost_label(t["cost"], t["calls"] - t["unpriced_calls"], t["unpriced_calls"], 4, cents_from=1)
 
 
 # -- numbers ------------------------------------------------------------------------------------------
@@ -493,15 +493,11 @@ def fmt_count(value: float, exact: bool = False, step: float | None = None) -> s
 
 
 def fmt_cost(value: float, exact: bool = False, step: float | None = None) -> str:
-    """Money: an axis label with the decimals its step needs (at least two below $1), or an exact
-    value (4 decimals, 2 significant digits below $0.0001)."""
+    """Money: an axis label with the decimals its step needs (at least two below $1, none from $1), or
+    an exact value (4 decimals)."""
     if exact:
-        return f"${value:,.4f}" if value >= 0.0001 or value == 0 else f"${value:.2g}"
-    if step is not None and step < 1:
-        return f"${value:,.{max(2, _decimals(step))}f}"
-    if step is None and value and value < 1:
-        return f"${value:,.2f}" if value >= 0.01 else f"${value:.2g}"
-    return f"${value:,.0f}"
+        return amounts.money(value, 4)
+    return amounts.money(value, max(2, _decimals(step)) if step is not None and step < 1 else 0)
 
 
 def fmt_unpriced_calls(value: float, exact: bool = False, step: float | None = None) -> str:
@@ -510,9 +506,7 @@ def fmt_unpriced_calls(value: float, exact: bool = False, step: float | None = N
 
 def money(value: float) -> str:
     """A total: cents (4 decimals under a dollar)."""
-    if value >= 1:
-        return f"${value:,.2f}"
-    return fmt_cost(value, exact=True)
+    return amounts.money(value, 4, cents_from=1)
 
 
 # -- charts -------------------------------------------------------------------------------------------

@@ -41,11 +41,12 @@ from typing import Annotated, Any, Literal
 import orjson
 from pydantic import Field
 
-from importer.search import fts_query, message_search_text
+from importer.search import decoded_json, fts_query, message_search_text
+from importer.session_search import QueryError, check_day
+from importer.snippets import snippet
 
 from . import facts
 from .facts import SESSION_LIST, SESSION_LIST_FTS
-from .snippets import snippet
 
 NAME = "agentbase"
 INSTRUCTIONS = (
@@ -105,16 +106,10 @@ def _has(conn: sqlite3.Connection, *tables: str) -> bool:
 # -- arguments --------------------------------------------------------------------------------------
 
 def _day(value: str | None, name: str) -> str | None:
-    if value is None or value == "":
-        return None
-    value = value.strip()
     try:
-        if not _DAY.fullmatch(value):
-            raise ValueError
-        date.fromisoformat(value)
-    except ValueError:
-        raise BadArguments(f"{name} must be a day, YYYY-MM-DD") from None
-    return value
+        return check_day(value, name)
+    except QueryError as exc:
+        raise BadArguments(str(exc)) from None
 
 
 def _limit(value: int | None, default: int, most: int = MAX_LIMIT) -> int:
@@ -148,13 +143,12 @@ def _marked(text: str) -> str:
     return text.replace("<mark>", "**").replace("</mark>", "**")
 
 
-def _filters(agent, server, source) -> tuple[str, list]:
-    terms, params = [], []
-    for column, value in (("m.agent_id", agent), ("m.server", server), ("m.source", source)):
-        if value:
-            terms.append(f"{column} = ?")
-            params.append(value)
-    return "".join(f" AND {t}" for t in terms), params
+def _filters(agent, server, source, *more: tuple[str, object], table: str = "m") -> tuple[str, list]:
+    """`` AND ...`` for each filter given: the agent, server and source (columns of ``table``), then each
+    (condition, value) of ``more``; and their parameters."""
+    given = [(c, v) for c, v in ((f"{table}.agent_id = ?", agent), (f"{table}.server = ?", server),
+                                 (f"{table}.source = ?", source), *more) if v]
+    return "".join(f" AND {c}" for c, _ in given), [v for _, v in given]
 
 
 # -- search_sessions ----------------------------------------------------------------------------------
@@ -170,13 +164,7 @@ def find_sessions(conn: sqlite3.Connection, q: str, agent: str | None = None, se
     message's BM25 plus a little for each further matching message, and more when its title or first
     prompt matches (``session_list_fts``); the newest first among equals."""
     match = fts_query(q)
-    where, params = _filters(agent, server, source)
-    if since:
-        where += " AND m.day >= ?"
-        params.append(since)
-    if until:
-        where += " AND m.day <= ?"
-        params.append(until)
+    where, params = _filters(agent, server, source, ("m.day >= ?", since), ("m.day <= ?", until))
     # Unfiltered, the best are kept from the index alone, then read; filtered, the filters apply before the
     # best are kept (every match read): a filtered search misses no session the filters select.
     best = ("SELECT rowid AS id, bm25(messages_fts) AS rank FROM messages_fts WHERE messages_fts MATCH ?"
@@ -197,20 +185,11 @@ def find_sessions(conn: sqlite3.Connection, q: str, agent: str | None = None, se
             s["latest"] = stamp
     titled: set[int] = set()
     if _has(conn, SESSION_LIST, SESSION_LIST_FTS):
+        listed, list_params = _filters(agent, server, source, ("l.last_day >= ?", since), ("l.first_day <= ?", until),
+                                       table="l")
         sql = (f"SELECT l.id FROM {SESSION_LIST_FTS} f JOIN {SESSION_LIST} l ON l.id = f.rowid "
-               f"WHERE {SESSION_LIST_FTS} MATCH ?")
-        list_params: list = [match]
-        for column, value in (("agent_id", agent), ("server", server), ("source", source)):
-            if value:
-                sql += f" AND l.{column} = ?"
-                list_params.append(value)
-        if since:
-            sql += " AND l.last_day >= ?"
-            list_params.append(since)
-        if until:
-            sql += " AND l.first_day <= ?"
-            list_params.append(until)
-        titled = {r[0] for r in _match(conn, sql + " LIMIT 500", list_params)}
+               f"WHERE {SESSION_LIST_FTS} MATCH ?{listed} LIMIT 500")
+        titled = {r[0] for r in _match(conn, sql, [match, *list_params])}
     for sid in titled - set(sessions):
         sessions[sid] = {"id": sid, "best": 0.0, "count": 0, "messages": [], "latest": 0}
 
@@ -277,13 +256,7 @@ def search_messages(conn: sqlite3.Connection, query: str, agent=None, server=Non
     offset = offset or 0
     if not 0 <= offset <= 10_000:
         raise BadArguments("offset must be between 0 and 10000")
-    where, params = _filters(agent, server, source)
-    if day:
-        where += " AND m.day = ?"
-        params.append(day)
-    if role:
-        where += " AND m.role = ?"
-        params.append(role)
+    where, params = _filters(agent, server, source, ("m.day = ?", day), ("m.role = ?", role))
     columns = ("m.id, m.session_id, m.role, m.local_time, m.agent_id, m.server, m.source, m.tool_name, "
                "m.content_blocks, m.text_preview")
     if where:  # every match read, the filters applied, then the page
@@ -335,15 +308,6 @@ def _json(value) -> str:
     return value if isinstance(value, str) else orjson.dumps(value).decode()
 
 
-def _decode(blocks: str | None):
-    if blocks is None:
-        return None
-    try:
-        return orjson.loads(blocks)
-    except orjson.JSONDecodeError:
-        return blocks
-
-
 def message_out(m: dict, calls: dict, per_message: int, thinking: bool) -> dict:
     """One message as get_session gives it: text, thinking, tool calls (arguments as JSON) and, for a
     tool result, its output; each part cut to ``per_message`` characters (what was cut is counted)."""
@@ -356,7 +320,7 @@ def message_out(m: dict, calls: dict, per_message: int, thinking: bool) -> dict:
     if not m.get("is_active_path"):
         out["abandoned_branch"] = True
     cut = 0
-    content = _decode(m.get("content_blocks"))
+    content = decoded_json(m.get("content_blocks"), otherwise=m.get("content_blocks"))
     texts: list[str] = []
     thoughts: list[str] = []
     tool_calls: list[dict] = []
@@ -510,14 +474,10 @@ def usage_rows(conn: sqlite3.Connection, kind: str, since: str | None = None, un
     zone's offset the export stored with it (``utc_offset_s``), grouped in SQL, so no time text is made
     per row (the snapshot's ``timestamp`` is computed on read); titles and the rest of a session's line
     from ``session_list``."""
-    from importer.report import COLUMNS, Figures, Row
+    from importer.report import COLUMNS, FIGURES_SQL, Figures, Row, message_filters
 
-    where = ["m.usage_counted = 1"]
-    params: list = []
-    for column, value in (("m.agent_id", agent), ("m.server", server), ("m.source", source)):
-        if value is not None:
-            where.append(f"{column} = ?")
-            params.append(value)
+    where, params = message_filters(agent, server, source)
+    where.insert(0, "m.usage_counted = 1")
     for bound, op in ((since, ">="), (until, "<=")):
         if bound:
             where.append(f"m.day {op} ?")  # (an index: idx_messages_day)
@@ -526,11 +486,7 @@ def usage_rows(conn: sqlite3.Connection, kind: str, since: str | None = None, un
     day = ("CASE WHEN m.timestamp_ms IS NOT NULL THEN (m.timestamp_ms / 1000 + COALESCE(m.utc_offset_s, 0)) / 86400 "
            "ELSE m.day END")
     group = "d" + (", m.session_id" if per_session else "")
-    sums = ", ".join(f"SUM(COALESCE(m.{c}, 0))" for c in COLUMNS.values())
-    sql = (f"SELECT {day} AS d, {'m.session_id' if per_session else 'NULL'}, COALESCE(m.model, ''), {sums}, "
-           "SUM(COALESCE(m.cost_usd, 0)), SUM(CASE WHEN m.cost_source = 'unpriced' THEN 1 ELSE 0 END), "
-           "SUM(CASE WHEN m.cost_source IS NOT NULL THEN 1 ELSE 0 END), "
-           "SUM(CASE WHEN m.cost_source = 'computed' THEN 1 ELSE 0 END) "
+    sql = (f"SELECT {day} AS d, {'m.session_id' if per_session else 'NULL'}, COALESCE(m.model, ''), {FIGURES_SQL} "
            # (a row without tokens, cost or an unpriced call adds nothing that a report shows: left out here)
            f"FROM messages m WHERE {' AND '.join(where)} AND (m.timestamp_ms IS NOT NULL OR m.day IS NOT NULL) "
            f"AND ({' OR '.join(f'COALESCE(m.{c}, 0) <> 0' for c in (*COLUMNS.values(), 'cost_usd'))} "
@@ -539,19 +495,16 @@ def usage_rows(conn: sqlite3.Connection, kind: str, since: str | None = None, un
     rows: dict[str, Row] = {}
     for rec in conn.execute(sql, params):
         local = _report_day(rec[0])
-        values = rec[3:]
         if local is None or (since and local < since) or (until and local > until):
             continue
-        if not any(values[:5]) and not values[5] and not values[6]:
+        f = Figures.of(rec[3:])
+        if f is None:
             continue  # no usage at all (a user message): not in a usage report
-        f = Figures(*(int(v or 0) for v in values[:5]), float(values[5] or 0.0), int(values[6] or 0),
-                    int(values[7] or 0), int(values[8] or 0))
         key = str(rec[1]) if per_session else (local[:7] if kind == "monthly" else local)
         row = rows.get(key)
         if row is None:
             row = rows[key] = Row(key)
-        row.figures.add(f)
-        row.models.setdefault(rec[2] or "(no model)", Figures()).add(f)
+        row.add(rec[2], f)
         if per_session and (row.info.get("last_day") is None or local > row.info["last_day"]):
             row.info["last_day"] = local
     if not per_session:
@@ -619,11 +572,8 @@ def shell_commands(conn: sqlite3.Connection, day=None, agent=None, server=None, 
     most = 500 if max_output_chars is None else max_output_chars
     if not 0 <= most <= 20_000:
         raise BadArguments("max_output_chars must be between 0 and 20000")
-    where, params = "agentbase_is_shell(t.source, t.tool_name)", []
-    for column, value in (("t.agent_id", agent), ("t.server", server), ("t.source", source)):
-        if value:
-            where += f" AND {column} = ?"
-            params.append(value)
+    where, params = _filters(agent, server, source, table="t")
+    where = "agentbase_is_shell(t.source, t.tool_name)" + where
     if day is None:
         found = conn.execute(f"SELECT t.day FROM tool_calls t WHERE {where} ORDER BY t.day DESC LIMIT 1",
                              params).fetchone()

@@ -30,6 +30,8 @@ from urllib.parse import urlencode
 
 from datasette.utils.asgi import BadRequest, Response
 
+from importer import amounts
+
 from . import browser, dashboard, facts, served
 from .facts import SESSION_LIST
 
@@ -39,19 +41,10 @@ PRESETS = (("7", "7 days"), ("30", "30 days"), ("90", "90 days"), ("365", "a yea
 SESSION_ROWS = 100  # the costliest sessions shown; the totals row counts every one
 
 
-def money(value: float | None) -> str:
-    """Dollars and cents, the same precision on every row; a cost under a cent is said so."""
-    value = value or 0.0
-    if 0 < value < 0.005:
-        return "<$0.01"
-    return f"${value:,.2f}"
-
-
 def cost_label(t: dict) -> str:
-    """The priced calls' cost; "unpriced" where every call is; a dash without any call."""
-    if t["priced_calls"]:
-        return money(t["cost"])
-    return "unpriced" if t["unpriced_calls"] else "–"
+    """The priced calls' cost in cents, the same precision on every row (under a cent: said so);
+    "unpriced" where every call is; a dash without any call."""
+    return amounts.cost_label(t["cost"], t["priced_calls"], t["unpriced_calls"])
 
 
 def monday(day: str) -> str:

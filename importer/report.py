@@ -18,6 +18,7 @@ import unicodedata
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone as dt_timezone
 
+from .amounts import compact, marked_cost
 from .store import Store, StoreError
 from .terminal import clean
 from .titles import first_prompts, session_title
@@ -25,6 +26,12 @@ from .titles import first_prompts, session_title
 KEYS = ("input", "output", "cacheRead", "cacheWrite", "totalTokens")
 COLUMNS = {"input": "input_tokens", "output": "output_tokens", "cacheRead": "cache_read_tokens",
            "cacheWrite": "cache_write_tokens", "totalTokens": "total_tokens"}
+# What a report sums per group (messages m), in the order of Figures' fields: the five token sums, the cost,
+# the calls without a price, the calls (with a cost source) and those priced from the price table.
+FIGURES_SQL = (", ".join(f"SUM(COALESCE(m.{c}, 0))" for c in COLUMNS.values()) + ", SUM(COALESCE(m.cost_usd, 0)), "
+               "SUM(CASE WHEN m.cost_source = 'unpriced' THEN 1 ELSE 0 END), "
+               "SUM(CASE WHEN m.cost_source IS NOT NULL THEN 1 ELSE 0 END), "
+               "SUM(CASE WHEN m.cost_source = 'computed' THEN 1 ELSE 0 END)")
 KINDS = ("daily", "weekly", "monthly", "session", "blocks")
 BLOCK_HOURS = 5  # a billing window: it starts at the hour of its first call and lasts five hours
 
@@ -51,6 +58,14 @@ class Figures:
         out["unpriced_calls"] = self.unpriced_calls
         return out
 
+    @classmethod
+    def of(cls, values) -> "Figures | None":
+        """A group's FIGURES_SQL values; None when it has no usage at all (a user message's): not in a report."""
+        if not any(values[:5]) and not values[5] and not values[6]:
+            return None
+        return cls(*(int(v or 0) for v in values[:5]), float(values[5] or 0.0), int(values[6] or 0),
+                   int(values[7] or 0), int(values[8] or 0))
+
 
 @dataclass
 class Row:
@@ -58,6 +73,11 @@ class Row:
     figures: Figures = field(default_factory=Figures)
     models: dict[str, Figures] = field(default_factory=dict)
     info: dict = field(default_factory=dict)  # a session's title, agent, server, source, last activity; a block's end
+
+    def add(self, model: str | None, f: Figures) -> None:
+        """A group's figures, into the row and its model's line."""
+        self.figures.add(f)
+        self.models.setdefault(model or "(no model)", Figures()).add(f)
 
 
 def _day_bounds(value: str | None, what: str) -> str | None:
@@ -81,28 +101,12 @@ def collect(store: Store, kind: str, zone, since: str | None = None, until: str 
         raise StoreError(f"unknown report {kind!r}: {', '.join(KINDS)}")
     check_filters(store, agent, server, source)
     since, until = _day_bounds(since, "--since"), _day_bounds(until, "--until")
-    where = ["m.usage_counted = 1"]
-    params: list = []
-    for column, value in (("m.agent_id", agent), ("m.server", server), ("m.source", source)):
-        if value is not None:
-            where.append(f"{column} = ?")
-            params.append(value)
+    where, params = _where("m.usage_counted = 1", agent, server, source, since, until)
     # Local days need the UTC time to the hour; zones off by a fraction of an hour (and blocks) to the minute.
     cut = 13 if _whole_hours(zone) and kind != "blocks" else 16
-    # A margin of a day on each side in UTC; the exact local bounds are applied below.
-    if since:
-        where.append("m.timestamp >= ?")
-        params.append((datetime.fromisoformat(since) - timedelta(days=1)).strftime("%Y-%m-%d"))
-    if until:
-        where.append("m.timestamp < ?")
-        params.append((datetime.fromisoformat(until) + timedelta(days=2)).strftime("%Y-%m-%d"))
     per_session = kind == "session"
     group = f"substr(m.timestamp, 1, {cut})" + (", m.session_id" if per_session else "")
-    sums = ", ".join(f"SUM(COALESCE(m.{c}, 0))" for c in COLUMNS.values())
-    sql = (f"SELECT {group}, COALESCE(m.model, ''), {sums}, SUM(COALESCE(m.cost_usd, 0)), "
-           "SUM(CASE WHEN m.cost_source = 'unpriced' THEN 1 ELSE 0 END), "
-           "SUM(CASE WHEN m.cost_source IS NOT NULL THEN 1 ELSE 0 END), "
-           "SUM(CASE WHEN m.cost_source = 'computed' THEN 1 ELSE 0 END) "
+    sql = (f"SELECT {group}, COALESCE(m.model, ''), {FIGURES_SQL} "
            f"FROM messages m WHERE {' AND '.join(where)} AND m.timestamp IS NOT NULL "
            f"GROUP BY {group}, COALESCE(m.model, '')")
     rows: dict[str, Row] = {}
@@ -118,16 +122,15 @@ def collect(store: Store, kind: str, zone, since: str | None = None, until: str 
         day = local(stamp)
         if day is None or (since and day < since) or (until and day > until):
             continue
-        if not any(values[:5]) and not values[5] and not values[6]:
-            continue  # no usage at all (a user message): not in a usage report
-        f = _figures(values)
+        f = Figures.of(values)
+        if f is None:
+            continue
         key = str(rec[1]) if per_session else (day[:7] if kind == "monthly" else
                                               _week_start(day) if kind == "weekly" else day)
         row = rows.get(key)
         if row is None:
             row = rows[key] = Row(key)
-        row.figures.add(f)
-        row.models.setdefault(model or "(no model)", Figures()).add(f)
+        row.add(model, f)
         if per_session:
             last = row.info.get("last_day")
             if last is None or day > last:
@@ -136,6 +139,28 @@ def collect(store: Store, kind: str, zone, since: str | None = None, until: str 
         _session_info(store, rows)
         return sorted(rows.values(), key=lambda r: (r.info.get("last_day") or "", r.key))
     return [rows[k] for k in sorted(rows)]
+
+
+def message_filters(agent: str | None, server: str | None, source: str | None) -> tuple[list[str], list]:
+    """The SQL terms (on messages ``m``) and parameters of the agent, server and source asked for."""
+    given = [(column, value) for column, value in (("m.agent_id", agent), ("m.server", server), ("m.source", source))
+             if value is not None]
+    return [f"{column} = ?" for column, _ in given], [value for _, value in given]
+
+
+def _where(first: str, agent: str | None, server: str | None, source: str | None, since: str | None,
+           until: str | None) -> tuple[list[str], list]:
+    """``first``, the filters, and the local days' range with a margin of a day on each side in UTC (the
+    exact local bounds are applied to each group read)."""
+    where, params = message_filters(agent, server, source)
+    where.insert(0, first)
+    if since:
+        where.append("m.timestamp >= ?")
+        params.append((datetime.fromisoformat(since) - timedelta(days=1)).strftime("%Y-%m-%d"))
+    if until:
+        where.append("m.timestamp < ?")
+        params.append((datetime.fromisoformat(until) + timedelta(days=2)).strftime("%Y-%m-%d"))
+    return where, params
 
 
 def check_filters(store: Store, agent: str | None, server: str | None, source: str | None) -> None:
@@ -156,20 +181,15 @@ def _week_start(day: str) -> str:
     return (d - timedelta(days=d.weekday())).strftime("%Y-%m-%d")
 
 
-def _figures(values) -> Figures:
-    return Figures(*(int(v or 0) for v in values[:5]), float(values[5] or 0.0), int(values[6] or 0),
-                   int(values[7] or 0), int(values[8] or 0))
-
-
 def _blocks(records, local, since, until, zone, now: datetime | None = None) -> list[Row]:
     """5-hour billing windows: a block starts at the UTC hour of the first call after the previous
     block ended and lasts five hours; the one that has not ended yet is active. Keys are the block's
     start as local time; ``info`` has its end and whether it is active."""
     per_minute: dict[str, list] = {}
     for stamp, model, *values in records:
-        if not any(values[:5]) and not values[5] and not values[6]:
-            continue
-        per_minute.setdefault(stamp, []).append((model, values))
+        f = Figures.of(values)
+        if f is not None:
+            per_minute.setdefault(stamp, []).append((model, f))
     now = now or datetime.now(dt_timezone.utc)
     rows: list[Row] = []
     end = None
@@ -190,10 +210,8 @@ def _blocks(records, local, since, until, zone, now: datetime | None = None) -> 
                                   "active": now < end}))
         row = rows[-1]
         row.info["last_call"] = at.astimezone(zone).strftime("%Y-%m-%d %H:%M")
-        for model, values in per_minute[stamp]:
-            f = _figures(values)
-            row.figures.add(f)
-            row.models.setdefault(model or "(no model)", Figures()).add(f)
+        for model, f in per_minute[stamp]:
+            row.add(model, f)
     return rows
 
 
@@ -302,23 +320,6 @@ def _cut(text: str, width: int) -> str:
     return "".join(out) + "…"
 
 
-def _compact(n: int) -> str:
-    for unit, size in (("G", 10**9), ("M", 10**6), ("k", 10**3)):
-        if abs(n) >= size:
-            value = n / size
-            return f"{value:.1f}{unit}" if value < 100 else f"{value:.0f}{unit}"
-    return str(n)
-
-
-def _cost(c: float, unpriced: int) -> str:
-    """Cents on every row (under a cent: ``<$0.01``); ``unpriced`` when no call of the row has a
-    price, a ``*`` when some have none (never shown as $0)."""
-    if unpriced and c == 0:
-        return "unpriced"
-    text = f"${c:,.2f}" if c >= 0.005 or c == 0 else "<$0.01"
-    return text + ("*" if unpriced else "")
-
-
 def format_table(kind: str, rows: list[Row], zone_name: str, price_date: str | None, breakdown: bool,
                  width: int | None = None) -> str:
     """The report as text: fits ``width`` columns (the terminal's, at least 80)."""
@@ -326,7 +327,7 @@ def format_table(kind: str, rows: list[Row], zone_name: str, price_date: str | N
     label = {"daily": "Day", "weekly": "Week of", "monthly": "Month", "session": "Session",
              "blocks": "Block (5 h)"}[kind]
     wide = width >= 120
-    number = (lambda n: f"{n:,}") if wide else _compact
+    number = (lambda n: f"{n:,}") if wide else compact
     head = [label, "Input", "Output", "Cache write", "Cache read", "Total", "Cost"]
     if wide:
         head.insert(1, "Models")
@@ -334,7 +335,7 @@ def format_table(kind: str, rows: list[Row], zone_name: str, price_date: str | N
 
     def line(name: str, f: Figures, models: str = "") -> list[str]:
         cells = [name, number(f.input), number(f.output), number(f.cacheWrite), number(f.cacheRead),
-                 number(f.totalTokens), _cost(f.cost_usd, f.unpriced_calls)]
+                 number(f.totalTokens), marked_cost(f.cost_usd, f.unpriced_calls)]
         if wide:
             cells.insert(1, models)
         return cells
@@ -410,17 +411,7 @@ def explain(store: Store, zone, zone_name: str, price_date: str | None, since: s
     record of raw_json, its lines' usage and requestId)."""
     check_filters(store, agent, server, source)
     since, until = _day_bounds(since, "--since"), _day_bounds(until, "--until")
-    where, params = ["m.timestamp IS NOT NULL"], []
-    for column, value in (("m.agent_id", agent), ("m.server", server), ("m.source", source)):
-        if value is not None:
-            where.append(f"{column} = ?")
-            params.append(value)
-    if since:
-        where.append("m.timestamp >= ?")
-        params.append((datetime.fromisoformat(since) - timedelta(days=1)).strftime("%Y-%m-%d"))
-    if until:
-        where.append("m.timestamp < ?")
-        params.append((datetime.fromisoformat(until) + timedelta(days=2)).strftime("%Y-%m-%d"))
+    where, params = _where("m.timestamp IS NOT NULL", agent, server, source, since, until)
     cut = 13 if _whole_hours(zone) else 16
     local = _LocalDay(zone)
 

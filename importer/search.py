@@ -163,13 +163,14 @@ def _argument_text(args, parts: list[str]) -> None:
         parts.append(args if isinstance(args, str) else orjson.dumps(args).decode())
 
 
-def decoded_json(content_blocks: str | None):
+def decoded_json(content_blocks: str | None, otherwise=None):
+    """A JSON column's value decoded; ``otherwise`` when it is not JSON (None when there is none)."""
     if content_blocks is None:
         return None
     try:
         return orjson.loads(content_blocks)
     except orjson.JSONDecodeError:
-        return None
+        return otherwise
 
 
 def message_search_text(content_blocks: str | None, fallback: str | None, decoded=None) -> str:

@@ -37,10 +37,11 @@ from __future__ import annotations
 
 import re
 import sqlite3
-from dataclasses import dataclass, field
-from datetime import date
+from dataclasses import dataclass, field, replace
+from datetime import date, timedelta
 
 from .search import CJK_RUN, _tokens
+from .snippets import snippet
 
 CANDIDATES = 1000  # messages read from the index, best first, for the query and for each of its parts
 SNIPPETS = 3  # best matching messages shown a session
@@ -79,7 +80,7 @@ class Term:
         return phrase
 
     def highlight(self) -> str:
-        """The term as datasette_agentbase.snippets reads a query."""
+        """The term as importer.snippets reads a query."""
         if self.quoted or len(self.text.split()) > 1:
             return '"' + self.text.replace('"', " ") + '"'
         return self.text + ("*" if self.prefix else "")
@@ -232,8 +233,11 @@ class Options:
 
 
 def check_day(value: str | None, name: str) -> str | None:
+    """A day as typed (spaces around it ignored), YYYY-MM-DD; None when none is given; a QueryError
+    that names ``name`` otherwise (the CLI, the session browser and the MCP tools take days so)."""
     if not value:
         return None
+    value = value.strip()
     try:
         if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", value):
             raise ValueError
@@ -243,30 +247,41 @@ def check_day(value: str | None, name: str) -> str | None:
     return value
 
 
-def _session_filter(query: Query, options: Options) -> tuple[str, list]:
-    """SQL terms on session_list (alias s) for every filter, and their parameters."""
+def list_terms(options: Options, alias: str = "") -> tuple[list[str], list]:
+    """SQL terms on session_list (``alias``: ``s.`` where the query names it so) for the filters the
+    session list has (agents, servers, sources, the days a session is active on, errors, thinking; not
+    ``tool``), and their parameters: the session browser's and the search's."""
     terms, params = [], []
     for name, column in (("agent", "agent_id"), ("server", "server"), ("source", "source")):
-        values = [*getattr(options, name), *query.filters.get(name, [])]
+        values = getattr(options, name)
         if values:
-            terms.append(f"s.{column} IN ({', '.join('?' * len(values))})")
+            terms.append(f"{alias}{column} IN ({', '.join('?' * len(values))})")
             params += values
+    if options.since:
+        # last_day >= since; and (as no time zone is more than a day from UTC) last_message_at >= the
+        # day before, which lets the index on last_message_at stop at the range's start
+        terms.append(f"{alias}last_day >= ? AND {alias}last_message_at >= ?")
+        params += [options.since, (date.fromisoformat(options.since) - timedelta(days=1)).isoformat()]
+    if options.until:
+        terms.append(f"{alias}first_day <= ?")
+        params.append(options.until)
+    if options.errors:
+        terms.append(f"{alias}has_errors = 1")
+    if options.thinking:
+        terms.append(f"{alias}has_thinking = 1")
+    return terms, params
+
+
+def _session_filter(query: Query, options: Options) -> tuple[str, list]:
+    """SQL terms on session_list (alias s) for every filter, the query's own too, and their parameters."""
+    terms, params = list_terms(replace(options, **{name: [*getattr(options, name), *query.filters.get(name, [])]
+                                                   for name in ("agent", "server", "source")}), "s.")
     tools = [*options.tool, *query.filters.get("tool", [])]
     if tools:
         variants = sorted({v for t in tools for v in (t, t.lower(), t[:1].upper() + t[1:])})
         terms.append(f"s.id IN (SELECT session_id FROM tool_call_rows WHERE tool_name IN "
                      f"({', '.join('?' * len(variants))}))")
         params += variants
-    if options.since:
-        terms.append("s.last_day >= ?")
-        params.append(options.since)
-    if options.until:
-        terms.append("s.first_day <= ?")
-        params.append(options.until)
-    if options.errors:
-        terms.append("s.has_errors = 1")
-    if options.thinking:
-        terms.append("s.has_thinking = 1")
     return " AND ".join(terms), params
 
 
@@ -442,8 +457,6 @@ def _sessions_info(conn, ids: list[int]) -> dict[int, dict]:
 
 
 def _snippets(conn, hits: list[Hit], query: Query, href) -> list[dict]:
-    from datasette_agentbase.snippets import snippet
-
     if not hits:
         return []
     ids = [h.id for h in hits]

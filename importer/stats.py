@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import shutil
 
+from .amounts import compact, marked_cost
 from .sources import all_sources
 from .store import Store
 from .terminal import clean
@@ -190,13 +191,9 @@ def _narrow(rows: list[dict], names: list[str], width: int) -> str:
     table = [header]
     for t in rows:
         u = t["usage"]
-        cost = u["cost_total"]
-        cost_text = f"${cost:,.2f}" if cost >= 0.005 or cost == 0 else "<$0.01"
-        if t["unpriced_calls"]:
-            cost_text = "unpriced" if cost == 0 else cost_text + "*"
         table.append([clean(t.get(n)) for n in names] + [
-            _compact(t["sessions"]), _compact(t["messages"]), _compact(t["tool_calls"]), _compact(t["shell_calls"]),
-            _compact(t["model_calls"]), _compact(u["totalTokens"]), cost_text])
+            compact(t["sessions"]), compact(t["messages"]), compact(t["tool_calls"]), compact(t["shell_calls"]),
+            compact(t["model_calls"]), compact(u["totalTokens"]), marked_cost(u["cost_total"], t["unpriced_calls"])])
     widths = [max(len(r[i]) for r in table) for i in range(len(header))]
     room = max(width, 80) - (sum(widths[len(names):]) + 2 * (len(widths) - 1))
     for i in range(len(names)):  # the names give way
@@ -209,11 +206,3 @@ def _narrow(rows: list[dict], names: list[str], width: int) -> str:
     lines.append("")
     lines.append("tools: tool calls; calls: model calls; *: some unpriced. Every figure: --json")
     return "\n".join(lines)
-
-
-def _compact(n: int) -> str:
-    for unit, size in (("G", 10**9), ("M", 10**6), ("k", 10**3)):
-        if abs(n) >= size:
-            value = n / size
-            return f"{value:.1f}{unit}" if value < 100 else f"{value:.0f}{unit}"
-    return str(n)

@@ -434,7 +434,7 @@ def test_renderer_units():
 
 
 def test_snippet_units():
-    from datasette_agentbase.snippets import snippet
+    from importer.snippets import snippet
 
     blocks = json.dumps([{"type": "text", "text": "intro " * 40 + "部署到服务器 then Nginx/error.log <mark>"}])
     out = snippet(blocks, None, "服务器 nginx/error.log")

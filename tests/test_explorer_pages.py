@@ -175,7 +175,9 @@ def test_the_snapshot_holds_each_kinds_shell_tools_and_the_pages_read_them_there
 
 def test_the_plugin_imports_no_kind_and_no_export(kinds):
     """Serving a snapshot's pages loads nothing of the importer but its search text (importer.search), the
-    session search (importer.session_search, which imports only importer.search) and the shape's names
+    session search (importer.session_search, which imports only importer.search), how an amount of money
+    reads (importer.amounts, which imports nothing), the search snippets (importer.snippets, which imports
+    only importer.search) and the shape's names
     (importer.shape, through datasette_agentbase/facts.py, with the declarations it is made of: schema,
     tables, and declared, which loads the kinds only when asked: they are not among what is loaded)."""
     script = f"""
@@ -196,7 +198,8 @@ print(sorted(m for m in sys.modules if m == "importer" or m.startswith("importer
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, cwd=REPO)
     assert out.returncode == 0, out.stderr[-2000:]
     loaded = set(json.loads(out.stdout.strip().splitlines()[-1].replace("'", '"')))
-    assert loaded <= {"importer", "importer.search", "importer.session_search", "importer.shape",
+    assert loaded <= {"importer", "importer.amounts", "importer.search", "importer.session_search", "importer.snippets",
+                      "importer.shape",
                       "importer.schema", "importer.declared", "importer.tables"}, loaded
 
 

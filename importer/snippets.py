@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from importer.search import CJK_RANGES, message_search_text
+from .search import CJK_RANGES, message_search_text
 
 _QUOTED = re.compile(r'"([^"]*)"')
 _WORD = re.compile(r"\w+")
