@@ -460,7 +460,9 @@ def _same(value) -> str:
 
 
 class _Builder:
-    """Turns of one session, as HTML."""
+    """Turns of one session, as HTML: which rows make a turn (an assistant card, a tool's result
+    under its call, a marker, repeated errors folded) is decided here once; how each part is drawn
+    is the ``draw_*`` methods', which session_export's Markdown builder draws as text instead."""
 
     def __init__(self, data: dict, everything: bool, row_href, session_href, standalone: bool):
         self.data = data
@@ -473,6 +475,7 @@ class _Builder:
         self.results: dict[str, dict] = {}
         self.shown_at: dict[str, int] = {}  # a result's tool call id -> the id of the message it is shown under
         self.used: set = set()
+        self.drawn: list[int] = []  # the ids of the results drawn under their calls, in order
         self.children_by_call: dict[str, list[dict]] = {}
         for child in data.get("related", {}).get("children", []):
             if child.get("parent_call_id"):
@@ -491,94 +494,46 @@ class _Builder:
                 Markup('<a href="{}">{}</a>').format(href, label) if href else label))
         return Markup("").join(links)
 
-    def _result_html(self, result: dict, call_id, anchor: bool) -> Markup:
-        rblocks = _blocks(result["content_blocks"])
-        return render.tool_result(
-            rblocks if rblocks is not None else result.get("text_preview") or "", self.options(result["id"]),
-            is_error=bool(result["is_error"]), name=result.get("tool_name"),
-            meta=_result_meta(self.data["calls"].get(call_id), result), anchor=f"m{result['id']}" if anchor else None)
+    # -- how a part is drawn ------------------------------------------------------------------
 
-    def message(self, m: dict) -> tuple[Markup, tuple | None]:
-        """A message's HTML, and its error signature (None unless it is an error that a retry could
-        repeat word for word)."""
-        blocks = _blocks(m["content_blocks"])
-        options = self.options(m["id"])
-        if blocks is None:  # bashExecution and other content-less messages
-            return render.text(m.get("text_preview") or "", options), None
-        if m["role"] in RESULT_ROLES:
-            html = render.tool_result(blocks, options, is_error=bool(m["is_error"]), name=m.get("tool_name"),
-                                      meta=_result_meta(self.data["calls"].get(m.get("tool_call_id")), m))
-            return html, (("result", m.get("tool_name"), _same(blocks)) if m["is_error"] else None)
-        if not isinstance(blocks, list):
-            return render.render_blocks(blocks, options), None
-        parts = []
-        calls = []  # (name, arguments, result content, is_error) of each tool call
-        texts = []
-        for block in blocks:
-            if isinstance(block, dict) and block.get("type") == "toolCall":
-                call_id = block.get("id") if isinstance(block.get("id"), str) else None
-                parts.append(render.tool_call(block, options, extra=self._child_links(call_id)))
-                result = self.results.get(call_id) if call_id else None
-                if result is not None and result["id"] not in self.used:
-                    self.used.add(result["id"])
-                    self.shown_at[call_id] = m["id"]
-                    parts.append(self._result_html(result, call_id, anchor=True))
-                    calls.append((block.get("name"), _same(block.get("arguments")), result["content_blocks"],
-                                  bool(result["is_error"])))
-                elif result is not None:  # a copy of a call whose result is shown with the first copy
-                    where = self.shown_at.get(call_id)
-                    parts.append(Markup('<div class="ab-result ab-dim">result shown with {}</div>').format(
-                        Markup('<a href="#m{}">the first copy</a>').format(where) if where else "another copy"))
-                    calls.append(None)
-                else:
-                    parts.append(Markup('<div class="ab-result ab-dim">no result recorded</div>'))
-                    calls.append(None)
-            else:
-                parts.append(render.render_block(block, options))
-                if isinstance(block, dict) and block.get("type") == "text":
-                    texts.append(block.get("text"))
-        if m.get("error_message"):
-            parts.append(render.error_text(m["error_message"], options))
-        signature = None
-        if m.get("error_message") and not calls:
-            signature = ("model", m["error_message"], _same(texts))
-        elif calls and all(c is not None and c[3] for c in calls):
-            signature = ("tool", _same(calls), _same(texts))
-        return Markup('<div class="ab-blocks">{}</div>').format(Markup("").join(parts)), signature
+    def draw_text(self, text: str, options: render.Options):
+        return render.text(text, options)
 
-    def message_turn(self, row: dict) -> dict:
-        role = row["role"] or "?"
-        off = not row["is_active_path"]
-        context = bool(row.get("is_context")) or role in CONTEXT_ROLES
-        html, signature = self.message(row)
-        item = model_item(row, _blocks(row["content_blocks"]))
-        css = "context" if context else item[0] if item else ROLE_CSS.get(role, "other")
-        label = item[1] if item else ROLE_LABEL.get(role, role)
-        if context:
-            first = render._first_line(row.get("text_preview") or "", 90)
-            html = Markup('<details class="ab-context"><summary><span class="ab-badge ab-badge-context" title="text the agent put into the conversation (instructions, files, a summary)">context'
-                          '</span> <span class="ab-dim">injected, not typed by anyone: '
-                          '<span class="ab-preview">{}</span></span>'
-                          '</summary>{}'
-                          '</details>').format(first or role, html)
-        badges = [COPY_BADGE] if is_copy(row) else []
-        return {
-            "kind": "message", "css": css, "role": label, "id": f"m{row['id']}", "time": _time(row),
-            # (a model is a model call's: a prompt the agent-server stamps with its run's model shows none)
-            "usage": _usage_line(row) if role == "assistant" or has_usage(row) else Markup(""), "off": off,
-            "error": bool(row["is_error"]) or bool(row.get("error_message")),
-            "row_href": self.row_href("messages", row["id"]), "badges": Markup(" ").join(badges),
-            "html": html, "signature": signature, "repeats": [], "ts": row.get("timestamp"),
-            # a part of an assistant card (group_items): the row, and what it holds
-            "row": row, "part": item[0] if item else "text",
-            "groupable": self.itemized and role == "assistant" and not context,
-        }
+    def draw_result(self, content, result: dict, call: dict | None, options: render.Options, anchor=None):
+        return render.tool_result(content, options, is_error=bool(result["is_error"]), name=result.get("tool_name"),
+                                  meta=_result_meta(call, result), anchor=anchor)
 
-    def card(self, parts: list[dict]) -> dict:
-        """One assistant card of the message turns ``parts`` (rows of one kind that writes each
-        item as a row): their thinking, text and tool calls in order, each part keeping its anchor
-        (the first one's is the card's) and a link to its row, one usage line."""
-        rows = [p["row"] for p in parts]
+    def draw_blocks(self, blocks, options: render.Options):
+        return render.render_blocks(blocks, options)
+
+    def draw_block(self, block, options: render.Options):
+        return render.render_block(block, options)
+
+    def draw_call(self, block: dict, options: render.Options, call_id):
+        return render.tool_call(block, options, extra=self._child_links(call_id))
+
+    def draw_elsewhere(self, where):
+        return Markup('<div class="ab-result ab-dim">result shown with {}</div>').format(
+            Markup('<a href="#m{}">the first copy</a>').format(where) if where else "another copy")
+
+    def draw_no_result(self):
+        return Markup('<div class="ab-result ab-dim">no result recorded</div>')
+
+    def draw_error(self, text: str, options: render.Options):
+        return render.error_text(text, options)
+
+    def draw_parts(self, parts: list):
+        return Markup('<div class="ab-blocks">{}</div>').format(Markup("").join(parts))
+
+    def draw_context(self, row: dict, html):
+        first = render._first_line(row.get("text_preview") or "", 90)
+        return Markup('<details class="ab-context"><summary><span class="ab-badge ab-badge-context" title="text the agent put into the conversation (instructions, files, a summary)">context'
+                      '</span> <span class="ab-dim">injected, not typed by anyone: '
+                      '<span class="ab-preview">{}</span></span>'
+                      '</summary>{}'
+                      '</details>').format(first or row["role"] or "?", html)
+
+    def draw_card(self, parts: list[dict]):
         body = []
         for i, p in enumerate(parts):
             link = Markup('<a class="ab-row-link" href="{}" title="the message row">row</a>').format(
@@ -586,11 +541,114 @@ class _Builder:
             body.append(Markup('<div class="ab-part ab-part-{}{}"{}>{}{}</div>').format(
                 p["part"], " ab-part-error" if p["error"] else "",
                 Markup(' id="{}"').format(p["id"]) if i else "", link, p["html"]))
+        return Markup('<div class="ab-parts">{}</div>').format(Markup("").join(body))
+
+    def draw_usage(self, row: dict):
+        return _usage_line(row)
+
+    def draw_group_usage(self, rows: list[dict]):
+        return group_usage_line(rows)
+
+    def draw_entry(self, row: dict):
+        return _entry_html(row, self.base)
+
+    def draw_branch(self, entries: int, all_href):
+        return Markup('<div class="ab-marker ab-branch"><strong>Branch point</strong>: {:,} entr{} on an abandoned '
+                      'branch went on from here{}</div>').format(
+            entries, "y" if entries == 1 else "ies",
+            Markup(' (<a href="{}">show every branch</a>)').format(all_href) if all_href else "")
+
+    # -- which rows make a turn ----------------------------------------------------------------
+
+    def _result_html(self, result: dict, call_id, anchor: bool):
+        rblocks = _blocks(result["content_blocks"])
+        return self.draw_result(rblocks if rblocks is not None else result.get("text_preview") or "", result,
+                                self.data["calls"].get(call_id), self.options(result["id"]),
+                                anchor=f"m{result['id']}" if anchor else None)
+
+    def message(self, m: dict) -> tuple[Markup, tuple | None]:
+        """A message's HTML, and its error signature (None unless it is an error that a retry could
+        repeat word for word)."""
+        blocks = _blocks(m["content_blocks"])
+        options = self.options(m["id"])
+        if blocks is None:  # bashExecution and other content-less messages
+            return self.draw_text(m.get("text_preview") or "", options), None
+        if m["role"] in RESULT_ROLES:
+            html = self.draw_result(blocks, m, self.data["calls"].get(m.get("tool_call_id")), options)
+            return html, (("result", m.get("tool_name"), _same(blocks)) if m["is_error"] else None)
+        if not isinstance(blocks, list):
+            return self.draw_blocks(blocks, options), None
+        parts = []
+        calls = []  # (name, arguments, result content, is_error) of each tool call
+        texts = []
+        for block in blocks:
+            if isinstance(block, dict) and block.get("type") == "toolCall":
+                call_id = block.get("id") if isinstance(block.get("id"), str) else None
+                parts.append(self.draw_call(block, options, call_id))
+                result = self.results.get(call_id) if call_id else None
+                if result is not None and result["id"] not in self.used:
+                    self.used.add(result["id"])
+                    self.drawn.append(result["id"])
+                    self.shown_at[call_id] = m["id"]
+                    parts.append(self._result_html(result, call_id, anchor=True))
+                    calls.append((block.get("name"), _same(block.get("arguments")), result["content_blocks"],
+                                  bool(result["is_error"])))
+                elif result is not None:  # a copy of a call whose result is shown with the first copy
+                    parts.append(self.draw_elsewhere(self.shown_at.get(call_id)))
+                    calls.append(None)
+                else:
+                    parts.append(self.draw_no_result())
+                    calls.append(None)
+            else:
+                parts.append(self.draw_block(block, options))
+                if isinstance(block, dict) and block.get("type") == "text":
+                    texts.append(block.get("text"))
+        if m.get("error_message"):
+            parts.append(self.draw_error(m["error_message"], options))
+        signature = None
+        if m.get("error_message") and not calls:
+            signature = ("model", m["error_message"], _same(texts))
+        elif calls and all(c is not None and c[3] for c in calls):
+            signature = ("tool", _same(calls), _same(texts))
+        return self.draw_parts(parts), signature
+
+    def message_turn(self, row: dict) -> dict:
+        role = row["role"] or "?"
+        off = not row["is_active_path"]
+        context = bool(row.get("is_context")) or role in CONTEXT_ROLES
+        drawn = len(self.drawn)
+        html, signature = self.message(row)
+        item = model_item(row, _blocks(row["content_blocks"]))
+        css = "context" if context else item[0] if item else ROLE_CSS.get(role, "other")
+        label = item[1] if item else ROLE_LABEL.get(role, role)
+        if context:
+            html = self.draw_context(row, html)
+        badges = [COPY_BADGE] if is_copy(row) else []
+        return {
+            "kind": "message", "css": css, "role": label, "id": f"m{row['id']}", "time": _time(row),
+            # (a model is a model call's: a prompt the agent-server stamps with its run's model shows none)
+            "usage": self.draw_usage(row) if role == "assistant" or has_usage(row) else "", "off": off,
+            "error": bool(row["is_error"]) or bool(row.get("error_message")),
+            "row_href": self.row_href("messages", row["id"]), "badges": Markup(" ").join(badges),
+            "html": html, "signature": signature, "repeats": [], "ts": row.get("timestamp"),
+            # a part of an assistant card (group_items): the row, and what it holds
+            "row": row, "part": item[0] if item else "text",
+            "groupable": self.itemized and role == "assistant" and not context,
+            # the message rows it shows (its own, and the results drawn under its calls), and whether it is a copy
+            "ids": [row["id"], *self.drawn[drawn:]], "copy": is_copy(row),
+        }
+
+    def card(self, parts: list[dict]) -> dict:
+        """One assistant card of the message turns ``parts`` (rows of one kind that writes each
+        item as a row): their thinking, text and tool calls in order, each part keeping its anchor
+        (the first one's is the card's) and a link to its row, one usage line."""
+        rows = [p["row"] for p in parts]
         signatures = [p["signature"] for p in parts]
-        return dict(parts[0], css="assistant", role="assistant", usage=group_usage_line(rows),
+        copy = any(is_copy(r) for r in rows)
+        return dict(parts[0], css="assistant", role="assistant", usage=self.draw_group_usage(rows),
                     error=any(p["error"] for p in parts), parts=len(parts),
-                    badges=COPY_BADGE if any(is_copy(r) for r in rows) else Markup(""),
-                    html=Markup('<div class="ab-parts">{}</div>').format(Markup("").join(body)),
+                    badges=COPY_BADGE if copy else Markup(""), copy=copy,
+                    ids=[i for p in parts for i in p["ids"]], html=self.draw_card(parts),
                     signature=("card", tuple(signatures)) if all(s is not None for s in signatures) else None)
 
     def group_items(self, turns: list[dict]) -> list[dict]:
@@ -621,8 +679,8 @@ class _Builder:
         note = row.get("text_preview") or ""
         return {"kind": "usage", "id": f"m{row['id']}", "role": "usage", "time": _time(row),
                 "off": not row["is_active_path"], "error": bool(row["is_error"]),
-                "usage": _usage_line(row), "note": note, "row_href": self.row_href("messages", row["id"]),
-                "signature": None, "repeats": [], "ts": row.get("timestamp"),
+                "usage": self.draw_usage(row), "note": note, "row_href": self.row_href("messages", row["id"]),
+                "signature": None, "repeats": [], "ts": row.get("timestamp"), "ids": [row["id"]],
                 "run": row.get("native_role") == "run"}
 
     def turns(self) -> list[dict]:
@@ -655,7 +713,7 @@ class _Builder:
                 if event and not self.everything and turns and turns[-1].get("compaction") == "compacted":
                     pass  # Codex's context_compacted event after the compacted line it announces: one marker
                 elif self.everything or row["entry_type"] in MARKED_ENTRIES or event:
-                    add({"kind": "marker", "html": _entry_html(row, self.base), "off": off,
+                    add({"kind": "marker", "html": self.draw_entry(row), "off": off, "entry_id": row["id"],
                          "id": f"e{row['id']}", "signature": None, "ts": row.get("timestamp"),
                          "compaction": row.get("custom_type") if event else row["entry_type"]})
             elif row["id"] not in self.used:  # (a tool result already shown under its call is not repeated)
@@ -667,11 +725,8 @@ class _Builder:
             elif self.itemized:  # a tool's output, shown under its call: an input all the same (group_items)
                 turns.append({"kind": "input"})
             if branch:
-                turns.append({"kind": "marker", "off": False, "id": None, "signature": None, "html": Markup(
-                    '<div class="ab-marker ab-branch"><strong>Branch point</strong>: {:,} entr{} on an abandoned '
-                    'branch went on from here{}</div>').format(
-                    branch, "y" if branch == 1 else "ies",
-                    Markup(' (<a href="{}">show every branch</a>)').format(all_href) if all_href else "")})
+                turns.append({"kind": "marker", "off": False, "id": None, "signature": None,
+                              "html": self.draw_branch(branch, all_href), "branch": branch})
         if held is not None:
             turns.append(held)
         if self.itemized:

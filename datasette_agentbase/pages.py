@@ -126,7 +126,8 @@ async def session_export_view(datasette, request):
         session_id = _session_id(request)
         db = await served.snapshot_db(datasette, request)
         await served.check(datasette, request, db.name)
-        doc = await db.execute_fn(lambda conn: session_export.load_json(conn, session_id, db.name))
+        everything = _everything(request)
+        doc = await db.execute_fn(lambda conn: session_export.load_json(conn, session_id, db.name, everything))
         if doc is None:
             raise NotFound(f"Session {session_id} not found")
         return _download(session_export.dump_json(doc), "application/json; charset=utf-8",

@@ -273,6 +273,86 @@ def test_agent_server_cards_and_run_usage(world):
     assert checked == len(sessions) >= 5
 
 
+MD_TURN = re.compile(r"^## (\S[^\n]*?) · (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)(?: \(([^)\n]*)\))?$|^\*usage · ", re.M)
+
+
+def md_turns(md: str) -> list:
+    """The Markdown export's turns: ("usage",), or (label or "context", its text up to the next turn)."""
+    found = list(MD_TURN.finditer(md))
+    out = []
+    for i, m in enumerate(found):
+        end = found[i + 1].start() if i + 1 < len(found) else len(md)
+        if m.group(1) is None:
+            out.append(("usage", md[m.start():end]))
+        else:
+            flags = (m.group(3) or "").split(", ")
+            out.append(("context" if "context" in flags else m.group(1), md[m.end():end]))
+    return out
+
+
+def test_markdown_and_json_exports_group_the_same_cards(world):
+    """The .md export draws the page's turns (one heading per assistant card, its thinking, text and
+    calls with their results under it), and the .json export's ``turns`` name the rows of each, the
+    same rows the page's card holds; its ``messages`` stay every row, one by one."""
+    site, rollout, db, ids, _snapshot = world
+    expected, compactions = codex_oracle(rollout)
+    sid = ids[rollout.sid]
+    md = site.get(f"/-/agentbase/session/{sid}.md").text
+    drawn = md_turns(md)
+    assert [kind for kind, _ in drawn] == [t[0] for t in expected]
+    cards = [(text, e) for (kind, text), e in zip(drawn, expected) if kind == "assistant"]
+    assert len(cards) == 6
+    for text, (_, items, tokens, calls) in cards:
+        at = 0
+        for kind, what in items:  # in order, each call's result right under it
+            needle = f"({what})" if kind == "call" else what
+            if needle is None:
+                continue
+            found = text.index(needle, at)
+            if kind == "call":  # its result (or error) before anything else of the card's
+                after = re.search(r"\*\*(result|error)\*\*|\*\*tool call\*\*", text[found:])
+                assert after and after.group(1), (what, text[found:found + 200])
+            at = found
+        usage = text.split("\n", 2)[1]
+        assert usage.startswith("*") and f"{tokens:,} tokens" in usage, (usage, tokens)
+        assert ("model calls" in usage) == (calls > 1)
+    # no row of its own for a tool result, a reasoning item or a call
+    assert "## tool result" not in md and "## thinking" not in md and "## tool call" not in md
+    # the compaction: one marker, where the page has it
+    marker = f"> **Compaction**: the conversation so far was compacted " \
+             f"({len(compactions[0]['replacement_history']):,} items kept as its history)"
+    assert md.count(marker) == 1
+    assert md.index("Both files are one word each.") < md.index(marker) < md.index("Now c.txt")
+
+    # the JSON: the page's cards, by the rows they hold
+    doc = site.get(f"/-/agentbase/session/{sid}.json").json()
+    page = site.get(f"/-/agentbase/session/{sid}").text
+    body = page[page.index('<div class="ab-conversation">'):]
+    starts = [m.start() for m in re.finditer(r'<section class="ab-turn ', body)] + [len(body)]
+    page_cards = [sorted(int(i) for i in re.findall(r'id="m(\d+)"', body[a:b]))
+                  for a, b in zip(starts, starts[1:]) if body[a:b].startswith('<section class="ab-turn ab-turn-assistant')]
+    json_cards = [sorted(t["message_ids"]) for t in doc["turns"] if t["kind"] == "card"]
+    assert json_cards == page_cards and len(json_cards) == 6
+    assert [t["kind"] for t in doc["turns"] if t["kind"] != "marker"] == [
+        "card" if t[0] == "assistant" else "message" for t in expected]
+    assert sum(t["kind"] == "marker" for t in doc["turns"]) == 1
+    # every row shown once, and the rows one by one as before
+    shown = [i for t in doc["turns"] for i in t.get("message_ids", [])]
+    assert len(shown) == len(set(shown)) and set(shown) <= {m["id"] for m in doc["messages"]}
+    assert doc["message_count"] == len(doc["messages"]) and doc["turns_shown"] == "the active path"
+
+    # the agent-server's sessions: the same turns as their events say
+    conn = sqlite3.connect(db)
+    try:
+        sessions = [r[0] for r in conn.execute("SELECT id FROM sessions ORDER BY id")]
+    finally:
+        conn.close()
+    for uuid in sessions:
+        if uuid in ids:
+            got = [kind for kind, _ in md_turns(site.get(f"/-/agentbase/session/{ids[uuid]}.md").text)]
+            assert [k for k in got if k != "context"] == [t[0] for t in agent_server_oracle(db, uuid)], uuid
+
+
 def test_other_kinds_keep_their_cards(world):
     """A kind that writes one row per model call (here, the rows of a Codex session whose rows are all
     messages: nothing itemized) keeps one card per row."""
