@@ -734,6 +734,46 @@ class _Builder:
         return collapse_repeats(turns)
 
 
+class _Later:
+    """A part's drawing put off (a :class:`_Deferred` builder's): made by :func:`drawn`."""
+
+    __slots__ = ("draw", "args", "kwargs")
+
+    def __init__(self, draw, args, kwargs):
+        self.draw, self.args, self.kwargs = draw, args, kwargs
+
+
+def drawn(value):
+    """``value`` (a turn, a list of turns...) with every drawing it holds made, in order (the
+    highlighting budget is spent in that order, as a page drawing them would)."""
+    if isinstance(value, _Later):
+        return value.draw(*drawn(list(value.args)), **drawn(value.kwargs))
+    if isinstance(value, list):
+        return [drawn(v) for v in value]
+    if isinstance(value, dict):
+        return {k: drawn(v) for k, v in value.items()}
+    return value
+
+
+class _Deferred(_Builder):
+    """The same turns as the HTML builder's, every drawing put off until :func:`drawn`: a live
+    page's answer groups the whole conversation (cheap) and draws only the cards it sends."""
+
+
+def _put_off(name: str):
+    draw = getattr(_Builder, name)
+
+    def method(self, *args, **kwargs):
+        return _Later(draw.__get__(self), args, kwargs)
+
+    method.__name__ = name
+    return method
+
+
+for _name in [n for n in vars(_Builder) if n.startswith("draw_")]:
+    setattr(_Deferred, _name, _put_off(_name))
+
+
 def _later(ts, than) -> bool:
     """A timestamp after another (the snapshot's UTC text, either ISO separator)."""
     if not isinstance(ts, str) or not isinstance(than, str):
@@ -809,13 +849,14 @@ def _entry_html(e: dict, options: render.Options = VIEW) -> Markup | None:
 
 
 def build(data: dict, everything: bool, row_href, self_href: str, session_href=None,
-          standalone: bool = False) -> dict:
+          standalone: bool = False, later: bool = False) -> dict:
     """The template's context: turns as HTML, and the totals. ``row_href(table, id)`` and
     ``session_href(id, message_id=None)`` make links; ``standalone``: a file on its own (the HTML
-    export): no links out of it, nothing cut."""
+    export): no links out of it, nothing cut; ``later``: the turns' drawings are put off, for
+    :func:`drawn` to make (those of the turns wanted only)."""
     data = dict(data, all_href=self_href + ("&" if "?" in self_href else "?") + "all=1")
-    builder = _Builder(data, everything, row_href, session_href or (lambda session_id, message_id=None: None),
-                       standalone)
+    builder = (_Deferred if later else _Builder)(
+        data, everything, row_href, session_href or (lambda session_id, message_id=None: None), standalone)
     turns = builder.turns()
     s = data["session"]
     u = data["usage"]

@@ -285,19 +285,22 @@ async def dashboard_view(datasette, request):
 
 async def session_since_view(datasette, request):
     """``/-/agentbase/session/<id>/since.json?after=<card id>``: the conversation's cards from a
-    few before ``after`` to the end, drawn as the page draws them, and its totals."""
+    few before ``after`` to the end, drawn as the page draws them, and its totals. The turns are
+    grouped over the whole conversation (as the page's), and only the cards sent are drawn."""
     refused = live_pages.read_only(request)
     if refused is not None:
         return refused
     db, session_id, data = await _load_session(datasette, request)
     everything = _everything(request)
     links = _session_links(datasette, db, request, session_id)
-    view = conversation.build(data, everything, links["row"], links["self"], session_href=links["session"])
-    context = _session_context(datasette, db, data, view, links, everything)
-    context.update({"self_href": links["self"], "exports": links["exports"]})
-    html = await datasette.render_template("_agentbase_conversation.html", context, request=request)
-    cards, totals = live_pages.split(html)
+    view = conversation.build(data, everything, links["row"], links["self"], session_href=links["session"],
+                              later=True)
+    cards = live_pages.cards(view["turns"])
     first, sent = live_pages.after(cards, request.args.get("after"))
+    turns = conversation.drawn([turn for card in sent for turn in card["turns"]])
+    html = await datasette.render_template("_agentbase_turns.html", {"turns": turns}, request=request)
+    drawn, _ = live_pages.split(f'<div class="ab-conversation">{html}</div>')
+    totals = await datasette.render_template("_agentbase_totals.html", {"totals": view["totals"]}, request=request)
     return live_pages.fresh({"ok": True, "version": live_pages.version_label(data.get("version") or ()),
-                             "session": session_id, "from": first, "cards": sent, "count": len(cards),
-                             "totals": totals})
+                             "session": session_id, "from": first, "cards": drawn, "count": len(cards),
+                             "totals": totals.strip()})

@@ -353,6 +353,37 @@ def test_markdown_and_json_exports_group_the_same_cards(world):
             assert [k for k in got if k != "context"] == [t[0] for t in agent_server_oracle(db, uuid)], uuid
 
 
+def test_a_live_answer_draws_only_its_cards_and_as_the_page_does(world):
+    """since.json (a live page's answer) groups the whole conversation with its drawings put off
+    (conversation.build(later=True)) and draws only the cards it sends: nothing is drawn before
+    conversation.drawn, and what it draws is what the page draws, turn by turn, for every session
+    (Codex's cards, the agent-server's run usage lines, markers)."""
+    from datasette_agentbase import conversation
+
+    site, _rollout, _db, ids, snapshot = world
+    conn = sqlite3.connect(f"file:{snapshot}?mode=ro", uri=True)
+    try:
+        for sid in ids.values():
+            for everything in (False, True):
+                data = conversation.load(conn, sid, everything)
+                href = lambda *a, **k: "/x"  # noqa: E731
+                page = conversation.build(data, everything, href, "/s", session_href=href)
+                later = conversation.build(data, everything, href, "/s", session_href=href, later=True)
+                assert all(isinstance(t["html" if "html" in t else "usage"], conversation._Later)
+                           for t in later["turns"]), sid
+                assert conversation.drawn(later["turns"]) == page["turns"], (sid, everything)
+                assert later["totals"] == page["totals"]
+    finally:
+        conn.close()
+    # and through the endpoint: the last cards of the page, as the page has them
+    sid = ids[_rollout.sid]
+    page = site.get(f"/-/agentbase/session/{sid}").text
+    keys = re.findall(r'<(?:section|div) class="ab-turn[^"]*" id="([me]\d+)"', page)
+    doc = site.get(f"/-/agentbase/session/{sid}/since.json?after={keys[-1]}").json()
+    assert [c["key"] for c in doc["cards"]] == keys[-3:] and doc["count"] == len(keys)
+    assert all(c["html"] in page for c in doc["cards"]) and doc["totals"] in page
+
+
 def test_other_kinds_keep_their_cards(world):
     """A kind that writes one row per model call (here, the rows of a Codex session whose rows are all
     messages: nothing itemized) keeps one card per row."""
