@@ -154,6 +154,12 @@ def load(conn: sqlite3.Connection, session_id: int, everything: bool = False) ->
                            "ORDER BY seq, id", (session_id,))
     entries = _rows(conn, f"SELECT {ENTRY_COLUMNS} FROM entries WHERE session_id = ?{where} ORDER BY seq, id",
                     (session_id,))
+    return _around(conn, session, messages, entries)
+
+
+def _around(conn: sqlite3.Connection, session: dict, messages: list[dict], entries: list[dict]) -> dict:
+    """load()'s data around the rows it shows: their calls, the branches off them, the usage, the relatives."""
+    session_id = session["id"]
     calls = {r["call_id"]: r for r in _rows(
         conn, "SELECT call_id, message_id, exit_code, duration_ms, is_error, result_message_id "
               "FROM tool_calls WHERE session_id = ?", (session_id,)) if r["call_id"]}
@@ -176,6 +182,145 @@ def load(conn: sqlite3.Connection, session_id: int, everything: bool = False) ->
             "off_path": off_path, "usage": usage, "timezone": zone or "UTC",
             "first": min(times)[:19] if times else "", "last": max(times)[:19] if times else "",
             "related": related(conn, session)}
+
+
+def _itemized(conn: sqlite3.Connection, session_id: int) -> bool:
+    """is_itemized of a whole session, read without loading it: its assistant rows' native roles,
+    then the rows of the others until one is a single item."""
+    natives = [r[0] for r in conn.execute(
+        "SELECT DISTINCT native_role FROM messages WHERE session_id = ? AND role = 'assistant' "
+        "AND content_blocks IS NOT NULL", (session_id,))]
+    if len(natives) < 2:
+        return False
+    for native, blocks in conn.execute(
+            "SELECT native_role, content_blocks FROM messages WHERE session_id = ? AND role = 'assistant' "
+            "AND content_blocks IS NOT NULL AND native_role IS NOT NULL AND native_role <> 'assistant'",
+            (session_id,)):
+        if model_item({"role": "assistant", "native_role": native}, _blocks(blocks)):
+            return True
+    return False
+
+
+# is_usage_only, in SQL
+USAGE_ONLY = ("(role = 'assistant' AND content_blocks IS NULL AND (total_tokens IS NOT NULL OR input_tokens IS NOT NULL "
+              "OR output_tokens IS NOT NULL OR cost_usd IS NOT NULL))")
+
+
+def _restart_points(conn: sqlite3.Connection, session_id: int, itemized: bool):
+    """The rows of the active path, the last first, where a build may begin
+    and give the turns the whole one gives from there on (read backwards, a few rows, by the
+    session's seq index): a message with content, no tool result, no error (a retry would fold under
+    the one before), that starts a card of its own whatever came before it (where the kind writes
+    each item as a row: a prompt or context, or an assistant row whose parent, the row just before
+    it, is no assistant item); or a run's usage line (held to the end of its run, and the one before
+    it shown where it comes) whose child, the row after it, is a prompt."""
+    rows = conn.execute(
+        f"SELECT seq, id, timestamp, role, is_context, content_blocks IS NULL, is_error, error_message IS NOT NULL, "
+        f"message_uuid, parent_message_uuid, {USAGE_ONLY}, native_role FROM messages WHERE session_id = ? "
+        "AND is_active_path = 1 AND seq IS NOT NULL ORDER BY seq DESC, id DESC", (session_id,))
+    later = None
+    current = next(rows, None)
+    try:
+        while current is not None:
+            previous = next(rows, None)
+            seq, row_id, ts, role, context, empty, error, error_text, uuid, parent, usage_only, native = current
+            if usage_only and native == "run":
+                starts = later is not None and later[9] == uuid and later[3] != "assistant"
+            else:
+                starts = role not in RESULT_ROLES and not empty and not error and not error_text
+                if starts and itemized and role == "assistant" and not context:
+                    starts = previous is not None and previous[8] == parent and (
+                        previous[3] != "assistant" or bool(previous[4]) or bool(previous[10]))
+            if starts:
+                yield {"seq": seq, "id": row_id, "timestamp": ts, "run": bool(usage_only and native == "run")}
+            later, current = current, previous
+    finally:
+        rows.close()
+
+
+TAIL_TRIES = 12  # restart points tried before a live answer builds the whole conversation
+
+
+def load_tail(conn: sqlite3.Connection, session_id: int, key: str | None, replay: int) -> dict | None:
+    """:func:`load`'s data for the end of the active path only, for a live page whose last card is
+    ``key``: the rows from the nearest restart point (:func:`_restart_points`) from which the build
+    holds ``replay`` cards up to ``key`` and nothing before it is drawn after it (no tool result or
+    call of the same id as a call after it, no copy, no run's usage line held past it) and the path
+    from the leaf goes back to it through the rows after it; its turns are then those the whole
+    conversation's build ends with, card for card (``shown_before``: the messages before it, for
+    the totals). None: no such point near enough (the caller loads everything)."""
+    found = re.fullmatch(r"m(\d+)", key or "")
+    if not found:
+        return None
+    anchor = _rows(conn, "SELECT seq, id FROM messages WHERE id = ? AND session_id = ? AND is_active_path = 1 "
+                         "AND seq IS NOT NULL", (int(found.group(1)), session_id))
+    if not anchor:
+        return None
+    session = _rows(conn, f"SELECT *, {_rule_title(conn)} FROM sessions WHERE id = ?", (session_id,))[0]
+    itemized = _itemized(conn, session_id)
+    for tries, point in enumerate(_restart_points(conn, session_id, itemized)):
+        if tries >= TAIL_TRIES:
+            return None
+        data = _tail_from(conn, session, point, itemized)
+        if data is None:
+            continue
+        turns = _Deferred(data, False, lambda table, row_id: None, lambda session_id, message_id=None: None,
+                          True).turns()
+        keys = [t["id"] for t in turns if t.get("id")]
+        # (a first turn that is a retry's error could fold under the one before the point: not a point)
+        if key in keys and keys.index(key) >= replay - 1 and turns[0].get("signature") is None:
+            full = _around(conn, session, data["messages"], data["entries"])
+            full["itemized"] = itemized
+            full["shown_before"] = data["shown_before"]
+            return full
+    return None
+
+
+def _tail_from(conn: sqlite3.Connection, session: dict, point: dict, itemized: bool) -> dict | None:
+    """The active path's rows from ``point`` on, or None when something before it is drawn after it."""
+    session_id, seq, first_id, ts = session["id"], point["seq"], point["id"], point["timestamp"]
+    before = "session_id = ? AND is_active_path = 1 AND (seq < ? OR (seq = ? AND id < ?))"
+    after = "session_id = ? AND is_active_path = 1 AND (seq > ? OR (seq = ? AND id >= ?))"
+    bound = (session_id, seq, seq, first_id)
+    held = "0" if point["run"] else (f"(native_role = 'run' AND {USAGE_ONLY} AND (? IS NULL OR "
+                                     "replace(timestamp, 'T', ' ') >= replace(?, 'T', ' ')))")
+    if conn.execute(f"SELECT 1 FROM messages WHERE {before} AND (calls_elsewhere = 1 OR {held}) LIMIT 1",
+                    bound + (() if point["run"] else (ts, ts))).fetchone():
+        return None  # a copy, or a run's usage line shown after its run: drawn after the point
+    messages = _rows(conn, f"SELECT {_message_columns(conn)} FROM messages WHERE {after} ORDER BY seq, id", bound)
+    entries = _rows(conn, f"SELECT {ENTRY_COLUMNS} FROM entries WHERE session_id = ? AND is_active_path = 1 "
+                          "AND seq > ? ORDER BY seq, id", (session_id, seq))
+    if session.get("leaf_entry_id") is None and conn.execute(
+            "SELECT 1 FROM entries WHERE session_id = ? AND is_active_path = 1 AND seq = ? LIMIT 1",
+            (session_id, seq)).fetchone():
+        return None  # (in line order, an entry on the point's own line may go before it or after it)
+    calls_here = set()
+    for m in messages:
+        blocks = _blocks(m["content_blocks"]) if m["role"] == "assistant" else None
+        for block in blocks if isinstance(blocks, list) else []:
+            if isinstance(block, dict) and block.get("type") == "toolCall" and isinstance(block.get("id"), str):
+                calls_here.add(block["id"])
+    answered = {m["tool_call_id"] for m in messages if m["role"] in RESULT_ROLES and m.get("tool_call_id")}
+    if not answered <= calls_here:
+        return None  # a result of a call before the point: drawn under it
+    if calls_here:
+        marks = ", ".join("?" * len(calls_here))
+        ids = tuple(sorted(calls_here))
+        results = ", ".join(f"'{r}'" for r in RESULT_ROLES)
+        if conn.execute(f"SELECT 1 FROM messages WHERE {before} AND role IN ({results}) AND tool_call_id IN ({marks}) "
+                        "LIMIT 1", bound + ids).fetchone() or conn.execute(
+                f"SELECT 1 FROM tool_call_rows t JOIN messages c ON c.id = t.message_id WHERE t.session_id = ? "
+                f"AND t.call_id IN ({marks}) AND c.is_active_path = 1 AND (c.seq < ? OR (c.seq = ? AND c.id < ?)) "
+                "LIMIT 1", (session_id,) + ids + bound[1:]).fetchone():
+            return None  # a call of the same id before the point: its result goes there
+    data = {"session": session, "messages": messages, "entries": entries, "itemized": itemized,
+            "calls": {}, "off_path": {}, "related": {}}
+    if session.get("leaf_entry_id") is not None:
+        walked = _walk(*_items(data), session["leaf_entry_id"])
+        if len(walked) != len(messages) + len(entries) or not walked or walked[0] != messages[0]["message_uuid"]:
+            return None  # the path from the leaf leaves these rows before the point, or misses some of them
+    data["shown_before"] = conn.execute(f"SELECT COUNT(*) FROM messages WHERE {before}", bound).fetchone()[0]
+    return data
 
 
 # -- the session's relatives ---------------------------------------------------------------------
@@ -297,27 +442,14 @@ def session_label(s: dict | None) -> str:
 def ordered(data: dict, everything: bool) -> list[tuple[str, dict]]:
     """(kind, row) along the active path, root first. With ``everything``, each
     abandoned branch follows the entry it grew from (depth first, line order)."""
-    items: dict[str, tuple[str, dict]] = {}
-    parents: dict[str, str | None] = {}
-    for m in data["messages"]:
-        items[m["message_uuid"]] = ("message", m)
-        parents[m["message_uuid"]] = m["parent_message_uuid"]
-    for e in data["entries"]:
-        items[e["entry_uuid"]] = ("entry", e)
-        parents[e["entry_uuid"]] = e["parent_uuid"]
+    items, parents = _items(data)
 
     def line_order(key):
         row = items[key][1]
         return (row["seq"] if row["seq"] is not None else 0, row["id"])
 
-    path: list[str] = []
-    seen: set[str] = set()
-    node = data["session"].get("leaf_entry_id")
-    while node is not None and node in items and node not in seen:
-        seen.add(node)
-        path.append(node)
-        node = parents.get(node)
-    path.reverse()
+    path = _walk(items, parents, data["session"].get("leaf_entry_id"))
+    seen = set(path)
     if not path:  # no leaf known: line order
         return [items[k] for k in sorted(items, key=line_order)]
     children: dict[str | None, list[str]] = {}
@@ -349,6 +481,32 @@ def ordered(data: dict, everything: bool) -> list[tuple[str, dict]]:
     else:  # on the active path but not reachable from the leaf (should not happen): keep them
         out.extend(items[k] for k in rest if items[k][1]["is_active_path"])
     return out
+
+
+def _items(data: dict) -> tuple[dict, dict]:
+    """The rows by uuid, as (kind, row), and each one's parent uuid."""
+    items: dict[str, tuple[str, dict]] = {}
+    parents: dict[str, str | None] = {}
+    for m in data["messages"]:
+        items[m["message_uuid"]] = ("message", m)
+        parents[m["message_uuid"]] = m["parent_message_uuid"]
+    for e in data["entries"]:
+        items[e["entry_uuid"]] = ("entry", e)
+        parents[e["entry_uuid"]] = e["parent_uuid"]
+    return items, parents
+
+
+def _walk(items: dict, parents: dict, leaf=None) -> list[str]:
+    """The path from ``leaf`` back through the parents, among ``items``, root first."""
+    path: list[str] = []
+    seen: set[str] = set()
+    node = leaf
+    while node is not None and node in items and node not in seen:
+        seen.add(node)
+        path.append(node)
+        node = parents.get(node)
+    path.reverse()
+    return path
 
 
 # -- turns --------------------------------------------------------------------------------------
@@ -480,7 +638,8 @@ class _Builder:
         for child in data.get("related", {}).get("children", []):
             if child.get("parent_call_id"):
                 self.children_by_call.setdefault(child["parent_call_id"], []).append(child)
-        self.itemized = is_itemized(data["messages"])
+        # (a live page's answer builds the end of a conversation only: whether it is itemized is the whole one's)
+        self.itemized = data["itemized"] if "itemized" in data else is_itemized(data["messages"])
 
     def options(self, message_id) -> render.Options:
         return self.base.but(more_href=self.row_href("messages", message_id))
@@ -861,7 +1020,7 @@ def build(data: dict, everything: bool, row_href, self_href: str, session_href=N
     s = data["session"]
     u = data["usage"]
     totals = {
-        "messages": s.get("message_count"), "shown": len(builder.used),
+        "messages": s.get("message_count"), "shown": len(builder.used) + data.get("shown_before", 0),
         "calls": u["calls"] or 0,
         "input": s.get("input_tokens") or 0, "output": s.get("output_tokens") or 0,
         "cache_read": s.get("cache_read_tokens") or 0, "cache_write": s.get("cache_write_tokens") or 0,

@@ -9,8 +9,10 @@ the archive's size), and when the version changed fetches what is new:
 - a conversation: ``/-/agentbase/session/<id>/since.json?after=<the last card it shows>``, the
   cards from a few before that one to the end, drawn by the page's own template
   (``_agentbase_turns.html``, cut into its cards here: :func:`split`), and the totals table; the
-  turns are grouped over the whole conversation, as the page's, and only the cards sent are drawn
-  (:func:`cards`, conversation.drawn);
+  rows are read from a restart point a few cards before the page's last one when there is one
+  (conversation.load_tail: the turns from there are the whole conversation's), else the turns are
+  grouped over the whole conversation, as the page's; only the cards sent are drawn (:func:`cards`,
+  conversation.drawn);
   the script adds the new cards, replaces the ones that changed (a tool result arrived under its
   call, a retry folded under the first error) and keeps the reader's place;
 - the session list: the page itself, with its filters, whose rows replace those that changed.
