@@ -156,6 +156,12 @@ def load(conn: sqlite3.Connection, session_id: int, everything: bool = False) ->
                            "ORDER BY seq, id", (session_id,))
     entries = _rows(conn, f"SELECT {ENTRY_COLUMNS} FROM entries WHERE session_id = ?{where} ORDER BY seq, id",
                     (session_id,))
+    return _around(conn, session, messages, entries)
+
+
+def _around(conn: sqlite3.Connection, session: dict, messages: list[dict], entries: list[dict]) -> dict:
+    """load()'s data around the rows it shows: their calls, the branches off them, the usage, the relatives."""
+    session_id = session["id"]
     calls = {r["call_id"]: r for r in _rows(
         conn, "SELECT call_id, message_id, exit_code, duration_ms, is_error, result_message_id "
               "FROM tool_calls WHERE session_id = ?", (session_id,)) if r["call_id"]}
@@ -178,6 +184,145 @@ def load(conn: sqlite3.Connection, session_id: int, everything: bool = False) ->
             "off_path": off_path, "usage": usage, "timezone": zone or "UTC",
             "first": min(times)[:19] if times else "", "last": max(times)[:19] if times else "",
             "related": related(conn, session)}
+
+
+def _itemized(conn: sqlite3.Connection, session_id: int) -> bool:
+    """is_itemized of a whole session, read without loading it: its assistant rows' native roles,
+    then the rows of the others until one is a single item."""
+    natives = [r[0] for r in conn.execute(
+        "SELECT DISTINCT native_role FROM messages WHERE session_id = ? AND role = 'assistant' "
+        "AND content_blocks IS NOT NULL", (session_id,))]
+    if len(natives) < 2:
+        return False
+    for native, blocks in conn.execute(
+            "SELECT native_role, content_blocks FROM messages WHERE session_id = ? AND role = 'assistant' "
+            "AND content_blocks IS NOT NULL AND native_role IS NOT NULL AND native_role <> 'assistant'",
+            (session_id,)):
+        if model_item({"role": "assistant", "native_role": native}, _blocks(blocks)):
+            return True
+    return False
+
+
+# is_usage_only, in SQL
+USAGE_ONLY = ("(role = 'assistant' AND content_blocks IS NULL AND (total_tokens IS NOT NULL OR input_tokens IS NOT NULL "
+              "OR output_tokens IS NOT NULL OR cost_usd IS NOT NULL))")
+
+
+def _restart_points(conn: sqlite3.Connection, session_id: int, itemized: bool):
+    """The rows of the active path, the last first, where a build may begin
+    and give the turns the whole one gives from there on (read backwards, a few rows, by the
+    session's seq index): a message with content, no tool result, no error (a retry would fold under
+    the one before), that starts a card of its own whatever came before it (where the kind writes
+    each item as a row: a prompt or context, or an assistant row whose parent, the row just before
+    it, is no assistant item); or a run's usage line (held to the end of its run, and the one before
+    it shown where it comes) whose child, the row after it, is a prompt."""
+    rows = conn.execute(
+        f"SELECT seq, id, timestamp, role, is_context, content_blocks IS NULL, is_error, error_message IS NOT NULL, "
+        f"message_uuid, parent_message_uuid, {USAGE_ONLY}, native_role FROM messages WHERE session_id = ? "
+        "AND is_active_path = 1 AND seq IS NOT NULL ORDER BY seq DESC, id DESC", (session_id,))
+    later = None
+    current = next(rows, None)
+    try:
+        while current is not None:
+            previous = next(rows, None)
+            seq, row_id, ts, role, context, empty, error, error_text, uuid, parent, usage_only, native = current
+            if usage_only and native == "run":
+                starts = later is not None and later[9] == uuid and later[3] != "assistant"
+            else:
+                starts = role not in RESULT_ROLES and not empty and not error and not error_text
+                if starts and itemized and role == "assistant" and not context:
+                    starts = previous is not None and previous[8] == parent and (
+                        previous[3] != "assistant" or bool(previous[4]) or bool(previous[10]))
+            if starts:
+                yield {"seq": seq, "id": row_id, "timestamp": ts, "run": bool(usage_only and native == "run")}
+            later, current = current, previous
+    finally:
+        rows.close()
+
+
+TAIL_TRIES = 12  # restart points tried before a live answer builds the whole conversation
+
+
+def load_tail(conn: sqlite3.Connection, session_id: int, key: str | None, replay: int) -> dict | None:
+    """:func:`load`'s data for the end of the active path only, for a live page whose last card is
+    ``key``: the rows from the nearest restart point (:func:`_restart_points`) from which the build
+    holds ``replay`` cards up to ``key`` and nothing before it is drawn after it (no tool result or
+    call of the same id as a call after it, no copy, no run's usage line held past it) and the path
+    from the leaf goes back to it through the rows after it; its turns are then those the whole
+    conversation's build ends with, card for card (``shown_before``: the messages before it, for
+    the totals). None: no such point near enough (the caller loads everything)."""
+    found = re.fullmatch(r"m(\d+)", key or "")
+    if not found:
+        return None
+    anchor = _rows(conn, "SELECT seq, id FROM messages WHERE id = ? AND session_id = ? AND is_active_path = 1 "
+                         "AND seq IS NOT NULL", (int(found.group(1)), session_id))
+    if not anchor:
+        return None
+    session = _rows(conn, f"SELECT *, {_rule_title(conn)} FROM sessions WHERE id = ?", (session_id,))[0]
+    itemized = _itemized(conn, session_id)
+    for tries, point in enumerate(_restart_points(conn, session_id, itemized)):
+        if tries >= TAIL_TRIES:
+            return None
+        data = _tail_from(conn, session, point, itemized)
+        if data is None:
+            continue
+        turns = _Deferred(data, False, lambda table, row_id: None, lambda session_id, message_id=None: None,
+                          True).turns()
+        keys = [t["id"] for t in turns if t.get("id")]
+        # (a first turn that is a retry's error could fold under the one before the point: not a point)
+        if key in keys and keys.index(key) >= replay - 1 and turns[0].get("signature") is None:
+            full = _around(conn, session, data["messages"], data["entries"])
+            full["itemized"] = itemized
+            full["shown_before"] = data["shown_before"]
+            return full
+    return None
+
+
+def _tail_from(conn: sqlite3.Connection, session: dict, point: dict, itemized: bool) -> dict | None:
+    """The active path's rows from ``point`` on, or None when something before it is drawn after it."""
+    session_id, seq, first_id, ts = session["id"], point["seq"], point["id"], point["timestamp"]
+    before = "session_id = ? AND is_active_path = 1 AND (seq < ? OR (seq = ? AND id < ?))"
+    after = "session_id = ? AND is_active_path = 1 AND (seq > ? OR (seq = ? AND id >= ?))"
+    bound = (session_id, seq, seq, first_id)
+    held = "0" if point["run"] else (f"(native_role = 'run' AND {USAGE_ONLY} AND (? IS NULL OR "
+                                     "replace(timestamp, 'T', ' ') >= replace(?, 'T', ' ')))")
+    if conn.execute(f"SELECT 1 FROM messages WHERE {before} AND (calls_elsewhere = 1 OR {held}) LIMIT 1",
+                    bound + (() if point["run"] else (ts, ts))).fetchone():
+        return None  # a copy, or a run's usage line shown after its run: drawn after the point
+    messages = _rows(conn, f"SELECT {_message_columns(conn)} FROM messages WHERE {after} ORDER BY seq, id", bound)
+    entries = _rows(conn, f"SELECT {ENTRY_COLUMNS} FROM entries WHERE session_id = ? AND is_active_path = 1 "
+                          "AND seq > ? ORDER BY seq, id", (session_id, seq))
+    if session.get("leaf_entry_id") is None and conn.execute(
+            "SELECT 1 FROM entries WHERE session_id = ? AND is_active_path = 1 AND seq = ? LIMIT 1",
+            (session_id, seq)).fetchone():
+        return None  # (in line order, an entry on the point's own line may go before it or after it)
+    calls_here = set()
+    for m in messages:
+        blocks = _blocks(m["content_blocks"]) if m["role"] == "assistant" else None
+        for block in blocks if isinstance(blocks, list) else []:
+            if isinstance(block, dict) and block.get("type") == "toolCall" and isinstance(block.get("id"), str):
+                calls_here.add(block["id"])
+    answered = {m["tool_call_id"] for m in messages if m["role"] in RESULT_ROLES and m.get("tool_call_id")}
+    if not answered <= calls_here:
+        return None  # a result of a call before the point: drawn under it
+    if calls_here:
+        marks = ", ".join("?" * len(calls_here))
+        ids = tuple(sorted(calls_here))
+        results = ", ".join(f"'{r}'" for r in RESULT_ROLES)
+        if conn.execute(f"SELECT 1 FROM messages WHERE {before} AND role IN ({results}) AND tool_call_id IN ({marks}) "
+                        "LIMIT 1", bound + ids).fetchone() or conn.execute(
+                f"SELECT 1 FROM tool_call_rows t JOIN messages c ON c.id = t.message_id WHERE t.session_id = ? "
+                f"AND t.call_id IN ({marks}) AND c.is_active_path = 1 AND (c.seq < ? OR (c.seq = ? AND c.id < ?)) "
+                "LIMIT 1", (session_id,) + ids + bound[1:]).fetchone():
+            return None  # a call of the same id before the point: its result goes there
+    data = {"session": session, "messages": messages, "entries": entries, "itemized": itemized,
+            "calls": {}, "off_path": {}, "related": {}}
+    if session.get("leaf_entry_id") is not None:
+        walked = _walk(*_items(data), session["leaf_entry_id"])
+        if len(walked) != len(messages) + len(entries) or not walked or walked[0] != messages[0]["message_uuid"]:
+            return None  # the path from the leaf leaves these rows before the point, or misses some of them
+    data["shown_before"] = conn.execute(f"SELECT COUNT(*) FROM messages WHERE {before}", bound).fetchone()[0]
+    return data
 
 
 # -- the session's relatives ---------------------------------------------------------------------
@@ -299,27 +444,14 @@ def session_label(s: dict | None) -> str:
 def ordered(data: dict, everything: bool) -> list[tuple[str, dict]]:
     """(kind, row) along the active path, root first. With ``everything``, each
     abandoned branch follows the entry it grew from (depth first, line order)."""
-    items: dict[str, tuple[str, dict]] = {}
-    parents: dict[str, str | None] = {}
-    for m in data["messages"]:
-        items[m["message_uuid"]] = ("message", m)
-        parents[m["message_uuid"]] = m["parent_message_uuid"]
-    for e in data["entries"]:
-        items[e["entry_uuid"]] = ("entry", e)
-        parents[e["entry_uuid"]] = e["parent_uuid"]
+    items, parents = _items(data)
 
     def line_order(key):
         row = items[key][1]
         return (row["seq"] if row["seq"] is not None else 0, row["id"])
 
-    path: list[str] = []
-    seen: set[str] = set()
-    node = data["session"].get("leaf_entry_id")
-    while node is not None and node in items and node not in seen:
-        seen.add(node)
-        path.append(node)
-        node = parents.get(node)
-    path.reverse()
+    path = _walk(items, parents, data["session"].get("leaf_entry_id"))
+    seen = set(path)
     if not path:  # no leaf known: line order
         return [items[k] for k in sorted(items, key=line_order)]
     children: dict[str | None, list[str]] = {}
@@ -351,6 +483,32 @@ def ordered(data: dict, everything: bool) -> list[tuple[str, dict]]:
     else:  # on the active path but not reachable from the leaf (should not happen): keep them
         out.extend(items[k] for k in rest if items[k][1]["is_active_path"])
     return out
+
+
+def _items(data: dict) -> tuple[dict, dict]:
+    """The rows by uuid, as (kind, row), and each one's parent uuid."""
+    items: dict[str, tuple[str, dict]] = {}
+    parents: dict[str, str | None] = {}
+    for m in data["messages"]:
+        items[m["message_uuid"]] = ("message", m)
+        parents[m["message_uuid"]] = m["parent_message_uuid"]
+    for e in data["entries"]:
+        items[e["entry_uuid"]] = ("entry", e)
+        parents[e["entry_uuid"]] = e["parent_uuid"]
+    return items, parents
+
+
+def _walk(items: dict, parents: dict, leaf=None) -> list[str]:
+    """The path from ``leaf`` back through the parents, among ``items``, root first."""
+    path: list[str] = []
+    seen: set[str] = set()
+    node = leaf
+    while node is not None and node in items and node not in seen:
+        seen.add(node)
+        path.append(node)
+        node = parents.get(node)
+    path.reverse()
+    return path
 
 
 # -- turns --------------------------------------------------------------------------------------
@@ -462,7 +620,9 @@ def _same(value) -> str:
 
 
 class _Builder:
-    """Turns of one session, as HTML."""
+    """Turns of one session, as HTML: which rows make a turn (an assistant card, a tool's result
+    under its call, a marker, repeated errors folded) is decided here once; how each part is drawn
+    is the ``draw_*`` methods', which session_export's Markdown builder draws as text instead."""
 
     def __init__(self, data: dict, everything: bool, row_href, session_href, standalone: bool):
         self.data = data
@@ -475,11 +635,13 @@ class _Builder:
         self.results: dict[str, dict] = {}
         self.shown_at: dict[str, int] = {}  # a result's tool call id -> the id of the message it is shown under
         self.used: set = set()
+        self.drawn: list[int] = []  # the ids of the results drawn under their calls, in order
         self.children_by_call: dict[str, list[dict]] = {}
         for child in data.get("related", {}).get("children", []):
             if child.get("parent_call_id"):
                 self.children_by_call.setdefault(child["parent_call_id"], []).append(child)
-        self.itemized = is_itemized(data["messages"])
+        # (a live page's answer builds the end of a conversation only: whether it is itemized is the whole one's)
+        self.itemized = data["itemized"] if "itemized" in data else is_itemized(data["messages"])
 
     def options(self, message_id) -> render.Options:
         return self.base.but(more_href=self.row_href("messages", message_id))
@@ -493,94 +655,46 @@ class _Builder:
                 Markup('<a href="{}">{}</a>').format(href, label) if href else label))
         return Markup("").join(links)
 
-    def _result_html(self, result: dict, call_id, anchor: bool) -> Markup:
-        rblocks = _blocks(result["content_blocks"])
-        return render.tool_result(
-            rblocks if rblocks is not None else result.get("text_preview") or "", self.options(result["id"]),
-            is_error=bool(result["is_error"]), name=result.get("tool_name"),
-            meta=_result_meta(self.data["calls"].get(call_id), result), anchor=f"m{result['id']}" if anchor else None)
+    # -- how a part is drawn ------------------------------------------------------------------
 
-    def message(self, m: dict) -> tuple[Markup, tuple | None]:
-        """A message's HTML, and its error signature (None unless it is an error that a retry could
-        repeat word for word)."""
-        blocks = _blocks(m["content_blocks"])
-        options = self.options(m["id"])
-        if blocks is None:  # bashExecution and other content-less messages
-            return render.text(m.get("text_preview") or "", options), None
-        if m["role"] in RESULT_ROLES:
-            html = render.tool_result(blocks, options, is_error=bool(m["is_error"]), name=m.get("tool_name"),
-                                      meta=_result_meta(self.data["calls"].get(m.get("tool_call_id")), m))
-            return html, (("result", m.get("tool_name"), _same(blocks)) if m["is_error"] else None)
-        if not isinstance(blocks, list):
-            return render.render_blocks(blocks, options), None
-        parts = []
-        calls = []  # (name, arguments, result content, is_error) of each tool call
-        texts = []
-        for block in blocks:
-            if isinstance(block, dict) and block.get("type") == "toolCall":
-                call_id = block.get("id") if isinstance(block.get("id"), str) else None
-                parts.append(render.tool_call(block, options, extra=self._child_links(call_id)))
-                result = self.results.get(call_id) if call_id else None
-                if result is not None and result["id"] not in self.used:
-                    self.used.add(result["id"])
-                    self.shown_at[call_id] = m["id"]
-                    parts.append(self._result_html(result, call_id, anchor=True))
-                    calls.append((block.get("name"), _same(block.get("arguments")), result["content_blocks"],
-                                  bool(result["is_error"])))
-                elif result is not None:  # a copy of a call whose result is shown with the first copy
-                    where = self.shown_at.get(call_id)
-                    parts.append(Markup('<div class="ab-result ab-dim">result shown with {}</div>').format(
-                        Markup('<a href="#m{}">the first copy</a>').format(where) if where else "another copy"))
-                    calls.append(None)
-                else:
-                    parts.append(Markup('<div class="ab-result ab-dim">no result recorded</div>'))
-                    calls.append(None)
-            else:
-                parts.append(render.render_block(block, options))
-                if isinstance(block, dict) and block.get("type") == "text":
-                    texts.append(block.get("text"))
-        if m.get("error_message"):
-            parts.append(render.error_text(m["error_message"], options))
-        signature = None
-        if m.get("error_message") and not calls:
-            signature = ("model", m["error_message"], _same(texts))
-        elif calls and all(c is not None and c[3] for c in calls):
-            signature = ("tool", _same(calls), _same(texts))
-        return Markup('<div class="ab-blocks">{}</div>').format(Markup("").join(parts)), signature
+    def draw_text(self, text: str, options: render.Options):
+        return render.text(text, options)
 
-    def message_turn(self, row: dict) -> dict:
-        role = row["role"] or "?"
-        off = not row["is_active_path"]
-        context = bool(row.get("is_context")) or role in CONTEXT_ROLES
-        html, signature = self.message(row)
-        item = model_item(row, _blocks(row["content_blocks"]))
-        css = "context" if context else item[0] if item else ROLE_CSS.get(role, "other")
-        label = item[1] if item else ROLE_LABEL.get(role, role)
-        if context:
-            first = render._first_line(row.get("text_preview") or "", 90)
-            html = Markup('<details class="ab-context"><summary><span class="ab-badge ab-badge-context" title="text the agent put into the conversation (instructions, files, a summary)">context'
-                          '</span> <span class="ab-dim">injected, not typed by anyone: '
-                          '<span class="ab-preview">{}</span></span>'
-                          '</summary>{}'
-                          '</details>').format(first or role, html)
-        badges = [COPY_BADGE] if is_copy(row) else []
-        return {
-            "kind": "message", "css": css, "role": label, "id": f"m{row['id']}", "time": _time(row),
-            # (a model is a model call's: a prompt the agent-server stamps with its run's model shows none)
-            "usage": _usage_line(row) if role == "assistant" or has_usage(row) else Markup(""), "off": off,
-            "error": bool(row["is_error"]) or bool(row.get("error_message")),
-            "row_href": self.row_href("messages", row["id"]), "badges": Markup(" ").join(badges),
-            "html": html, "signature": signature, "repeats": [], "ts": row.get("timestamp"),
-            # a part of an assistant card (group_items): the row, and what it holds
-            "row": row, "part": item[0] if item else "text",
-            "groupable": self.itemized and role == "assistant" and not context,
-        }
+    def draw_result(self, content, result: dict, call: dict | None, options: render.Options, anchor=None):
+        return render.tool_result(content, options, is_error=bool(result["is_error"]), name=result.get("tool_name"),
+                                  meta=_result_meta(call, result), anchor=anchor)
 
-    def card(self, parts: list[dict]) -> dict:
-        """One assistant card of the message turns ``parts`` (rows of one kind that writes each
-        item as a row): their thinking, text and tool calls in order, each part keeping its anchor
-        (the first one's is the card's) and a link to its row, one usage line."""
-        rows = [p["row"] for p in parts]
+    def draw_blocks(self, blocks, options: render.Options):
+        return render.render_blocks(blocks, options)
+
+    def draw_block(self, block, options: render.Options):
+        return render.render_block(block, options)
+
+    def draw_call(self, block: dict, options: render.Options, call_id):
+        return render.tool_call(block, options, extra=self._child_links(call_id))
+
+    def draw_elsewhere(self, where):
+        return Markup('<div class="ab-result ab-dim">result shown with {}</div>').format(
+            Markup('<a href="#m{}">the first copy</a>').format(where) if where else "another copy")
+
+    def draw_no_result(self):
+        return Markup('<div class="ab-result ab-dim">no result recorded</div>')
+
+    def draw_error(self, text: str, options: render.Options):
+        return render.error_text(text, options)
+
+    def draw_parts(self, parts: list):
+        return Markup('<div class="ab-blocks">{}</div>').format(Markup("").join(parts))
+
+    def draw_context(self, row: dict, html):
+        first = render._first_line(row.get("text_preview") or "", 90)
+        return Markup('<details class="ab-context"><summary><span class="ab-badge ab-badge-context" title="text the agent put into the conversation (instructions, files, a summary)">context'
+                      '</span> <span class="ab-dim">injected, not typed by anyone: '
+                      '<span class="ab-preview">{}</span></span>'
+                      '</summary>{}'
+                      '</details>').format(first or row["role"] or "?", html)
+
+    def draw_card(self, parts: list[dict]):
         body = []
         for i, p in enumerate(parts):
             link = Markup('<a class="ab-row-link" href="{}" title="the message row">row</a>').format(
@@ -588,11 +702,114 @@ class _Builder:
             body.append(Markup('<div class="ab-part ab-part-{}{}"{}>{}{}</div>').format(
                 p["part"], " ab-part-error" if p["error"] else "",
                 Markup(' id="{}"').format(p["id"]) if i else "", link, p["html"]))
+        return Markup('<div class="ab-parts">{}</div>').format(Markup("").join(body))
+
+    def draw_usage(self, row: dict):
+        return _usage_line(row)
+
+    def draw_group_usage(self, rows: list[dict]):
+        return group_usage_line(rows)
+
+    def draw_entry(self, row: dict):
+        return _entry_html(row, self.base)
+
+    def draw_branch(self, entries: int, all_href):
+        return Markup('<div class="ab-marker ab-branch"><strong>Branch point</strong>: {:,} entr{} on an abandoned '
+                      'branch went on from here{}</div>').format(
+            entries, "y" if entries == 1 else "ies",
+            Markup(' (<a href="{}">show every branch</a>)').format(all_href) if all_href else "")
+
+    # -- which rows make a turn ----------------------------------------------------------------
+
+    def _result_html(self, result: dict, call_id, anchor: bool):
+        rblocks = _blocks(result["content_blocks"])
+        return self.draw_result(rblocks if rblocks is not None else result.get("text_preview") or "", result,
+                                self.data["calls"].get(call_id), self.options(result["id"]),
+                                anchor=f"m{result['id']}" if anchor else None)
+
+    def message(self, m: dict) -> tuple[Markup, tuple | None]:
+        """A message's HTML, and its error signature (None unless it is an error that a retry could
+        repeat word for word)."""
+        blocks = _blocks(m["content_blocks"])
+        options = self.options(m["id"])
+        if blocks is None:  # bashExecution and other content-less messages
+            return self.draw_text(m.get("text_preview") or "", options), None
+        if m["role"] in RESULT_ROLES:
+            html = self.draw_result(blocks, m, self.data["calls"].get(m.get("tool_call_id")), options)
+            return html, (("result", m.get("tool_name"), _same(blocks)) if m["is_error"] else None)
+        if not isinstance(blocks, list):
+            return self.draw_blocks(blocks, options), None
+        parts = []
+        calls = []  # (name, arguments, result content, is_error) of each tool call
+        texts = []
+        for block in blocks:
+            if isinstance(block, dict) and block.get("type") == "toolCall":
+                call_id = block.get("id") if isinstance(block.get("id"), str) else None
+                parts.append(self.draw_call(block, options, call_id))
+                result = self.results.get(call_id) if call_id else None
+                if result is not None and result["id"] not in self.used:
+                    self.used.add(result["id"])
+                    self.drawn.append(result["id"])
+                    self.shown_at[call_id] = m["id"]
+                    parts.append(self._result_html(result, call_id, anchor=True))
+                    calls.append((block.get("name"), _same(block.get("arguments")), result["content_blocks"],
+                                  bool(result["is_error"])))
+                elif result is not None:  # a copy of a call whose result is shown with the first copy
+                    parts.append(self.draw_elsewhere(self.shown_at.get(call_id)))
+                    calls.append(None)
+                else:
+                    parts.append(self.draw_no_result())
+                    calls.append(None)
+            else:
+                parts.append(self.draw_block(block, options))
+                if isinstance(block, dict) and block.get("type") == "text":
+                    texts.append(block.get("text"))
+        if m.get("error_message"):
+            parts.append(self.draw_error(m["error_message"], options))
+        signature = None
+        if m.get("error_message") and not calls:
+            signature = ("model", m["error_message"], _same(texts))
+        elif calls and all(c is not None and c[3] for c in calls):
+            signature = ("tool", _same(calls), _same(texts))
+        return self.draw_parts(parts), signature
+
+    def message_turn(self, row: dict) -> dict:
+        role = row["role"] or "?"
+        off = not row["is_active_path"]
+        context = bool(row.get("is_context")) or role in CONTEXT_ROLES
+        drawn = len(self.drawn)
+        html, signature = self.message(row)
+        item = model_item(row, _blocks(row["content_blocks"]))
+        css = "context" if context else item[0] if item else ROLE_CSS.get(role, "other")
+        label = item[1] if item else ROLE_LABEL.get(role, role)
+        if context:
+            html = self.draw_context(row, html)
+        badges = [COPY_BADGE] if is_copy(row) else []
+        return {
+            "kind": "message", "css": css, "role": label, "id": f"m{row['id']}", "time": _time(row),
+            # (a model is a model call's: a prompt the agent-server stamps with its run's model shows none)
+            "usage": self.draw_usage(row) if role == "assistant" or has_usage(row) else "", "off": off,
+            "error": bool(row["is_error"]) or bool(row.get("error_message")),
+            "row_href": self.row_href("messages", row["id"]), "badges": Markup(" ").join(badges),
+            "html": html, "signature": signature, "repeats": [], "ts": row.get("timestamp"),
+            # a part of an assistant card (group_items): the row, and what it holds
+            "row": row, "part": item[0] if item else "text",
+            "groupable": self.itemized and role == "assistant" and not context,
+            # the message rows it shows (its own, and the results drawn under its calls), and whether it is a copy
+            "ids": [row["id"], *self.drawn[drawn:]], "copy": is_copy(row),
+        }
+
+    def card(self, parts: list[dict]) -> dict:
+        """One assistant card of the message turns ``parts`` (rows of one kind that writes each
+        item as a row): their thinking, text and tool calls in order, each part keeping its anchor
+        (the first one's is the card's) and a link to its row, one usage line."""
+        rows = [p["row"] for p in parts]
         signatures = [p["signature"] for p in parts]
-        return dict(parts[0], css="assistant", role="assistant", usage=group_usage_line(rows),
+        copy = any(is_copy(r) for r in rows)
+        return dict(parts[0], css="assistant", role="assistant", usage=self.draw_group_usage(rows),
                     error=any(p["error"] for p in parts), parts=len(parts),
-                    badges=COPY_BADGE if any(is_copy(r) for r in rows) else Markup(""),
-                    html=Markup('<div class="ab-parts">{}</div>').format(Markup("").join(body)),
+                    badges=COPY_BADGE if copy else Markup(""), copy=copy,
+                    ids=[i for p in parts for i in p["ids"]], html=self.draw_card(parts),
                     signature=("card", tuple(signatures)) if all(s is not None for s in signatures) else None)
 
     def group_items(self, turns: list[dict]) -> list[dict]:
@@ -623,8 +840,8 @@ class _Builder:
         note = row.get("text_preview") or ""
         return {"kind": "usage", "id": f"m{row['id']}", "role": "usage", "time": _time(row),
                 "off": not row["is_active_path"], "error": bool(row["is_error"]),
-                "usage": _usage_line(row), "note": note, "row_href": self.row_href("messages", row["id"]),
-                "signature": None, "repeats": [], "ts": row.get("timestamp"),
+                "usage": self.draw_usage(row), "note": note, "row_href": self.row_href("messages", row["id"]),
+                "signature": None, "repeats": [], "ts": row.get("timestamp"), "ids": [row["id"]],
                 "run": row.get("native_role") == "run"}
 
     def turns(self) -> list[dict]:
@@ -657,7 +874,7 @@ class _Builder:
                 if event and not self.everything and turns and turns[-1].get("compaction") == "compacted":
                     pass  # Codex's context_compacted event after the compacted line it announces: one marker
                 elif self.everything or row["entry_type"] in MARKED_ENTRIES or event:
-                    add({"kind": "marker", "html": _entry_html(row, self.base), "off": off,
+                    add({"kind": "marker", "html": self.draw_entry(row), "off": off, "entry_id": row["id"],
                          "id": f"e{row['id']}", "signature": None, "ts": row.get("timestamp"),
                          "compaction": row.get("custom_type") if event else row["entry_type"]})
             elif row["id"] not in self.used:  # (a tool result already shown under its call is not repeated)
@@ -669,16 +886,53 @@ class _Builder:
             elif self.itemized:  # a tool's output, shown under its call: an input all the same (group_items)
                 turns.append({"kind": "input"})
             if branch:
-                turns.append({"kind": "marker", "off": False, "id": None, "signature": None, "html": Markup(
-                    '<div class="ab-marker ab-branch"><strong>Branch point</strong>: {:,} entr{} on an abandoned '
-                    'branch went on from here{}</div>').format(
-                    branch, "y" if branch == 1 else "ies",
-                    Markup(' (<a href="{}">show every branch</a>)').format(all_href) if all_href else "")})
+                turns.append({"kind": "marker", "off": False, "id": None, "signature": None,
+                              "html": self.draw_branch(branch, all_href), "branch": branch})
         if held is not None:
             turns.append(held)
         if self.itemized:
             turns = self.group_items(turns)
         return collapse_repeats(turns)
+
+
+class _Later:
+    """A part's drawing put off (a :class:`_Deferred` builder's): made by :func:`drawn`."""
+
+    __slots__ = ("draw", "args", "kwargs")
+
+    def __init__(self, draw, args, kwargs):
+        self.draw, self.args, self.kwargs = draw, args, kwargs
+
+
+def drawn(value):
+    """``value`` (a turn, a list of turns...) with every drawing it holds made, in order (the
+    highlighting budget is spent in that order, as a page drawing them would)."""
+    if isinstance(value, _Later):
+        return value.draw(*drawn(list(value.args)), **drawn(value.kwargs))
+    if isinstance(value, list):
+        return [drawn(v) for v in value]
+    if isinstance(value, dict):
+        return {k: drawn(v) for k, v in value.items()}
+    return value
+
+
+class _Deferred(_Builder):
+    """The same turns as the HTML builder's, every drawing put off until :func:`drawn`: a live
+    page's answer groups the whole conversation (cheap) and draws only the cards it sends."""
+
+
+def _put_off(name: str):
+    draw = getattr(_Builder, name)
+
+    def method(self, *args, **kwargs):
+        return _Later(draw.__get__(self), args, kwargs)
+
+    method.__name__ = name
+    return method
+
+
+for _name in [n for n in vars(_Builder) if n.startswith("draw_")]:
+    setattr(_Deferred, _name, _put_off(_name))
 
 
 def _later(ts, than) -> bool:
@@ -756,18 +1010,19 @@ def _entry_html(e: dict, options: render.Options = VIEW) -> Markup | None:
 
 
 def build(data: dict, everything: bool, row_href, self_href: str, session_href=None,
-          standalone: bool = False) -> dict:
+          standalone: bool = False, later: bool = False) -> dict:
     """The template's context: turns as HTML, and the totals. ``row_href(table, id)`` and
     ``session_href(id, message_id=None)`` make links; ``standalone``: a file on its own (the HTML
-    export): no links out of it, nothing cut."""
+    export): no links out of it, nothing cut; ``later``: the turns' drawings are put off, for
+    :func:`drawn` to make (those of the turns wanted only)."""
     data = dict(data, all_href=self_href + ("&" if "?" in self_href else "?") + "all=1")
-    builder = _Builder(data, everything, row_href, session_href or (lambda session_id, message_id=None: None),
-                       standalone)
+    builder = (_Deferred if later else _Builder)(
+        data, everything, row_href, session_href or (lambda session_id, message_id=None: None), standalone)
     turns = builder.turns()
     s = data["session"]
     u = data["usage"]
     totals = {
-        "messages": s.get("message_count"), "shown": len(builder.used),
+        "messages": s.get("message_count"), "shown": len(builder.used) + data.get("shown_before", 0),
         "calls": u["calls"] or 0,
         "input": s.get("input_tokens") or 0, "output": s.get("output_tokens") or 0,
         "cache_read": s.get("cache_read_tokens") or 0, "cache_write": s.get("cache_write_tokens") or 0,

@@ -8,7 +8,11 @@ the archive's size), and when the version changed fetches what is new:
 
 - a conversation: ``/-/agentbase/session/<id>/since.json?after=<the last card it shows>``, the
   cards from a few before that one to the end, drawn by the page's own template
-  (``_agentbase_conversation.html``, cut into its cards here: :func:`split`), and the totals table;
+  (``_agentbase_turns.html``, cut into its cards here: :func:`split`), and the totals table; the
+  rows are read from a restart point a few cards before the page's last one when there is one
+  (conversation.load_tail: the turns from there are the whole conversation's), else the turns are
+  grouped over the whole conversation, as the page's; only the cards sent are drawn (:func:`cards`,
+  conversation.drawn);
   the script adds the new cards, replaces the ones that changed (a tool result arrived under its
   call, a retry folded under the first error) and keeps the reader's place;
 - the session list: the page itself, with its filters, whose rows replace those that changed.
@@ -169,6 +173,19 @@ def split(html: str) -> tuple[list[dict], str | None]:
             cards[-1]["html"] += "\n" + html[start:end]
     totals = html[parser.totals[0]:parser.totals[1]] if parser.totals else None
     return cards, totals
+
+
+def cards(turns: list[dict]) -> list[dict]:
+    """A conversation's cards as :func:`split` cuts its page, from its turns (conversation.build's):
+    [{"key": the card's id, "turns": [...]}], a turn without an id (a branch point) going with the
+    card before it."""
+    out: list[dict] = []
+    for turn in turns:
+        if turn.get("id") or not out:
+            out.append({"key": turn.get("id") or "", "turns": [turn]})
+        else:
+            out[-1]["turns"].append(turn)
+    return out
 
 
 def after(cards: list[dict], key: str | None) -> tuple[str | None, list[dict]]:

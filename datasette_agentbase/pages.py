@@ -126,7 +126,8 @@ async def session_export_view(datasette, request):
         session_id = _session_id(request)
         db = await served.snapshot_db(datasette, request)
         await served.check(datasette, request, db.name)
-        doc = await db.execute_fn(lambda conn: session_export.load_json(conn, session_id, db.name))
+        everything = _everything(request)
+        doc = await db.execute_fn(lambda conn: session_export.load_json(conn, session_id, db.name, everything))
         if doc is None:
             raise NotFound(f"Session {session_id} not found")
         return _download(session_export.dump_json(doc), "application/json; charset=utf-8",
@@ -284,19 +285,39 @@ async def dashboard_view(datasette, request):
 
 async def session_since_view(datasette, request):
     """``/-/agentbase/session/<id>/since.json?after=<card id>``: the conversation's cards from a
-    few before ``after`` to the end, drawn as the page draws them, and its totals."""
+    few before ``after`` to the end, drawn as the page draws them, and its totals. The rows are
+    read from a restart point before those cards (conversation.load_tail), or, with none near, the
+    turns grouped over the whole conversation (as the page's); only the cards sent are drawn."""
     refused = live_pages.read_only(request)
     if refused is not None:
         return refused
-    db, session_id, data = await _load_session(datasette, request)
     everything = _everything(request)
+    key = request.args.get("after")
+    data = None
+    if not everything and key:  # the rows from a little before the page's last card, when that is enough
+        session_id = _session_id(request)
+        db = await served.snapshot_db(datasette, request)
+        await served.check(datasette, request, db.name)
+
+        def read(conn):
+            seen = live.version(conn)
+            found = conversation.load_tail(conn, session_id, key, live_pages.REPLAY)
+            return None if found is None else {**found, "version": seen}
+
+        data = await db.execute_fn(read)
+    tail = data is not None
+    if not tail:
+        db, session_id, data = await _load_session(datasette, request)
     links = _session_links(datasette, db, request, session_id)
-    view = conversation.build(data, everything, links["row"], links["self"], session_href=links["session"])
-    context = _session_context(datasette, db, data, view, links, everything)
-    context.update({"self_href": links["self"], "exports": links["exports"]})
-    html = await datasette.render_template("_agentbase_conversation.html", context, request=request)
-    cards, totals = live_pages.split(html)
-    first, sent = live_pages.after(cards, request.args.get("after"))
+    view = conversation.build(data, everything, links["row"], links["self"], session_href=links["session"],
+                              later=True)
+    cards = live_pages.cards(view["turns"])
+    first, sent = live_pages.after(cards, key)
+    turns = conversation.drawn([turn for card in sent for turn in card["turns"]])
+    html = await datasette.render_template("_agentbase_turns.html", {"turns": turns}, request=request)
+    drawn, _ = live_pages.split(f'<div class="ab-conversation">{html}</div>')
+    totals = await datasette.render_template("_agentbase_totals.html", {"totals": view["totals"]}, request=request)
     return live_pages.fresh({"ok": True, "version": live_pages.version_label(data.get("version") or ()),
-                             "session": session_id, "from": first, "cards": sent, "count": len(cards),
-                             "totals": totals})
+                             "session": session_id, "from": first, "cards": drawn,
+                             "count": None if tail else len(cards),
+                             "totals": totals.strip()})

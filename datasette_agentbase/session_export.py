@@ -4,11 +4,14 @@
   parsed as ``header``), every message of the session in line order (``seq``; abandoned branches
   too, each with ``is_active_path``) with its columns and its content blocks parsed as ``blocks``
   (the derived ``text_preview``, ``thinking_text`` and ``tool_calls_json`` left out), its tool calls
-  (``tool_calls`` rows: which result answers which call, exit codes, durations) and its other
-  entries (compactions, model changes...: ``data`` is the entry as the source wrote it).
+  (``tool_calls`` rows: which result answers which call, exit codes, durations), its other
+  entries (compactions, model changes...: ``data`` is the entry as the source wrote it), and
+  ``turns`` (:func:`outline`): the view's turns by the ids of the rows each shows.
 - **Markdown** (:func:`markdown`): the conversation as the view shows it (the active path;
-  ``?all=1`` every branch), for reading or pasting: text and thinking as written, tool calls as
-  fenced code (commands, diffs of edits, patches, written files, other arguments as JSON), each
+  ``?all=1`` every branch), its turns grouped by the view's own code (conversation._Builder, drawn
+  as text by :class:`_MarkdownBuilder`), for reading or pasting: a heading per turn (an assistant
+  card of a kind that writes each item as a row is one), text and thinking as written, tool calls
+  as fenced code (commands, diffs of edits, patches, written files, other arguments as JSON), each
   result under its call, identical errors in a row said once with their count.
 - **HTML**: the view's own turns in a page of its own (conversation.build(standalone=True) and
   templates/agentbase_session_export.html): the stylesheet and the script inline, images as data:
@@ -51,8 +54,9 @@ def _select(conn: sqlite3.Connection, sql: str, params=()) -> tuple[list[str], l
     return [d[0] for d in cur.description], cur.fetchall()
 
 
-def load_json(conn: sqlite3.Connection, session_id: int, database: str) -> dict | None:
-    """The JSON export's document (None: no such session)."""
+def load_json(conn: sqlite3.Connection, session_id: int, database: str, everything: bool = False) -> dict | None:
+    """The JSON export's document (None: no such session); its ``turns`` along the active path
+    (``everything``: every branch, as ``?all=1`` shows them)."""
     names, rows = _select(conn, "SELECT * FROM sessions WHERE id = ?", (session_id,))
     if not rows:
         return None
@@ -83,7 +87,9 @@ def load_json(conn: sqlite3.Connection, session_id: int, database: str) -> dict 
         entries.append(e)
     return {"format": FORMAT, "version": VERSION, "database": database,
             "timezone": zone or "UTC", "session": session,
-            "message_count": len(messages), "messages": messages, "tool_calls": calls, "entries": entries}
+            "message_count": len(messages), "messages": messages, "tool_calls": calls, "entries": entries,
+            "turns_shown": "every branch" if everything else "the active path",
+            "turns": outline(conversation.load(conn, session_id, everything), everything)}
 
 
 def dump_json(doc: dict) -> bytes:
@@ -200,23 +206,6 @@ def _md_block(block) -> str:
     return fence(_json(block), "json")
 
 
-def _usage(m: dict) -> str:
-    bits = []
-    if m.get("model"):
-        bits.append((f"{m['provider']}/" if m.get("provider") else "") + m["model"])
-    tokens = m.get("total_tokens")
-    if m.get("cost_source") is not None and (tokens or m.get("input_tokens") or m.get("output_tokens")):
-        bits.append(f"{tokens or 0:,} tokens ({m.get('input_tokens') or 0:,} in, {m.get('output_tokens') or 0:,} out, "
-                    f"{m.get('cache_read_tokens') or 0:,} cache read, "
-                    f"{m.get('cache_write_tokens') or 0:,} cache write)")
-        bits.append(conversation.money(m.get("cost_usd"), tokens or m.get("input_tokens") or m.get("output_tokens")))
-        if not m.get("usage_counted"):
-            bits.append("copy: not counted")
-    if m.get("stop_reason") and m["stop_reason"] not in conversation.NORMAL_STOPS:
-        bits.append(f"stop: {m['stop_reason']}")
-    return " · ".join(b for b in bits if b)
-
-
 def _result_line(result: dict, call: dict | None) -> str:
     bits = []
     exit_code = (call or {}).get("exit_code")
@@ -243,6 +232,15 @@ def _entry_md(e: dict) -> str | None:
         head = "**Compaction**" + (f": {before:,} tokens summarized" if isinstance(before, int) else "")
         summary = raw.get("summary")
         return _quote(head + ("\n\n" + summary if isinstance(summary, str) and summary else ""))
+    if kind == "compacted" or (kind, e.get("custom_type")) in conversation.MARKED_EVENTS:
+        # Codex: its compacted line (the summary in payload.message), and the event after it
+        payload = raw.get("payload") if isinstance(raw.get("payload"), dict) else raw
+        kept = payload.get("replacement_history")
+        head = "**Compaction**: the conversation so far was compacted" + (
+            f" ({len(kept):,} item{'' if len(kept) == 1 else 's'} kept as its history)" if isinstance(kept, list)
+            else "")
+        summary = payload.get("message") if kind == "compacted" else None
+        return _quote(head + ("\n\n" + summary if isinstance(summary, str) and summary.strip() else ""))
     if kind == "branch_summary":
         summary = raw.get("summary")
         return _quote("**Branch summary** (the conversation returned here from another branch)"
@@ -261,11 +259,6 @@ def _entry_md(e: dict) -> str | None:
 def markdown(data: dict, everything: bool, database: str) -> str:
     """The conversation as Markdown (``data``: conversation.load's)."""
     s = data["session"]
-    items = conversation.ordered(data, everything)
-    results: dict[str, dict] = {}
-    for kind, row in items:
-        if kind == "message" and row["role"] in conversation.RESULT_ROLES and row.get("tool_call_id"):
-            results.setdefault(row["tool_call_id"], row)
     rel = data.get("related") or {}
     title = conversation.session_label(s)
     out = [f"# {title}", ""]
@@ -300,97 +293,102 @@ def markdown(data: dict, everything: bool, database: str) -> str:
         meta.append(f"- and {len(children) - conversation.MAX_LISTED_CHILDREN:,} more sessions started from this one")
     meta.append("- shown: " + ("every entry, abandoned branches marked" if everything else "the active path"))
     out += meta + [""]
-    used: set = set()
-    previous_signature = None
-    repeats = 0
-
-    def flush():
-        nonlocal repeats
-        if repeats:
-            out.append(f"*(the same error {repeats:,} more time{'s' if repeats != 1 else ''})*")
-            out.append("")
-            repeats = 0
-
-    for kind, row in items:
-        if kind == "entry":
-            if everything or row["entry_type"] in conversation.MARKED_ENTRIES:
-                flush()
-                previous_signature = None
-                out += [_entry_md(row) or "", ""]
-            continue
-        if row["id"] in used:
-            continue
-        used.add(row["id"])
-        role = row["role"] or "?"
-        blocks = conversation._blocks(row["content_blocks"])
-        parts = []
-        signature = None
-        if conversation.is_usage_only(row):
-            flush()
-            previous_signature = None
-            line = " · ".join(b for b in ("usage", conversation._time(row), row.get("text_preview"), _usage(row)) if b)
+    for turn in _MarkdownBuilder(data, everything).turns():
+        if turn["kind"] == "marker":
+            out += [turn["html"] or "", ""]
+        elif turn["kind"] == "usage":
+            line = " · ".join(b for b in ("usage", turn["time"], turn["note"], turn["usage"]) if b)
             out += [f"*{line}*", ""]
-            continue
-        if blocks is None:
-            parts.append(row.get("text_preview") or "")
-        elif role in conversation.RESULT_ROLES:
-            parts.append(_result_line(row, data["calls"].get(row.get("tool_call_id"))))
-            parts.append(_md_output(blocks))
-            if row["is_error"]:
-                signature = ("result", row.get("tool_name"), row["content_blocks"])
-        elif isinstance(blocks, list):
-            calls = []
-            for block in blocks:
-                parts.append(_md_block(block))
-                if isinstance(block, dict) and block.get("type") == "toolCall":
-                    result = results.get(block.get("id")) if isinstance(block.get("id"), str) else None
-                    if result is not None and result["id"] not in used:
-                        used.add(result["id"])
-                        parts.append(_result_line(result, data["calls"].get(block.get("id"))))
-                        parts.append(_md_output(conversation._blocks(result["content_blocks"])
-                                                if result["content_blocks"] is not None
-                                                else result.get("text_preview") or ""))
-                        calls.append((block.get("name"), conversation._same(block.get("arguments")),
-                                      result["content_blocks"], bool(result["is_error"])))
-                    else:
-                        parts.append("*no result recorded*" if result is None else "*(result shown with another copy)*")
-                        calls.append(None)
-            if row.get("error_message") and not calls:
-                signature = ("model", row["error_message"], conversation._same(
-                    [b.get("text") for b in blocks if isinstance(b, dict) and b.get("type") == "text"]))
-            elif calls and all(c is not None and c[3] for c in calls):
-                signature = ("tool", conversation._same(calls))
         else:
-            parts.append(_md_block(blocks))
-        if row.get("error_message"):
-            parts.append("**error**\n\n" + fence(_pretty(row["error_message"])))
-        if signature is not None and signature == previous_signature:
-            repeats += 1
-            continue
-        flush()
-        previous_signature = signature
-        context = bool(row.get("is_context")) or role in conversation.CONTEXT_ROLES
-        item = conversation.model_item(row, blocks)
-        label = item[1] if item else conversation.ROLE_LABEL.get(role, role)
-        flags = []
-        if context:
-            flags.append("context")
-        if conversation.is_copy(row):
-            flags.append("copy")
-        if not row["is_active_path"]:
-            flags.append("off the active path")
-        if row["is_error"] or row.get("error_message"):
-            flags.append("error")
-        head = f"## {label} · {conversation._time(row)}" + (f" ({', '.join(flags)})" if flags else "")
-        out.append(head)
-        usage = _usage(row)
-        if usage:
-            out.append(f"*{usage}*")
-        out.append("")
-        body = "\n\n".join(p for p in parts if p)
-        out += [_quote(body) if context and body else body, ""]
-    flush()
+            flags = [flag for flag, on in (("context", turn["css"] == "context"), ("copy", turn["copy"]),
+                                           ("off the active path", turn["off"]), ("error", turn["error"])) if on]
+            out.append(f"## {turn['role']} · {turn['time']}" + (f" ({', '.join(flags)})" if flags else ""))
+            if turn["usage"]:
+                out.append(f"*{turn['usage']}*")
+            out += ["", turn["html"], ""]
+        if turn.get("repeats"):
+            n = len(turn["repeats"])
+            out += [f"*(the same error {n:,} more time{'s' if n != 1 else ''})*", ""]
     return "\n".join(out).rstrip("\n") + "\n"
+
+
+class _MarkdownBuilder(conversation._Builder):
+    """The conversation view's turns, grouped by the view's own code (conversation._Builder: one
+    assistant card per model call of a kind that writes each item as a row, each result under its
+    call, repeated errors folded), each part drawn as Markdown instead of HTML."""
+
+    def __init__(self, data: dict, everything: bool):
+        super().__init__(data, everything, None, None, standalone=True)
+
+    def draw_text(self, text, options):
+        return text
+
+    def draw_result(self, content, result, call, options, anchor=None):
+        return _result_line(result, call) + "\n\n" + _md_output(content)
+
+    def draw_blocks(self, blocks, options):
+        return _md_block(blocks)
+
+    def draw_block(self, block, options):
+        return _md_block(block)
+
+    def draw_call(self, block, options, call_id):
+        return _md_call(block)
+
+    def draw_elsewhere(self, where):
+        return "*(result shown with another copy)*"
+
+    def draw_no_result(self):
+        return "*no result recorded*"
+
+    def draw_error(self, text, options):
+        return "**error**\n\n" + fence(_pretty(text))
+
+    def draw_parts(self, parts):
+        return "\n\n".join(p for p in parts if p)
+
+    def draw_context(self, row, body):
+        return _quote(body) if body else body
+
+    def draw_card(self, parts):
+        return "\n\n".join(p["html"] for p in parts if p["html"])
+
+    def draw_usage(self, row):
+        return conversation._usage_line(row).striptags()
+
+    def draw_group_usage(self, rows):
+        return conversation.group_usage_line(rows).striptags()
+
+    def draw_entry(self, row):
+        return _entry_md(row)
+
+    def draw_branch(self, entries, all_href):
+        return (f"*Branch point: {entries:,} entr{'y' if entries == 1 else 'ies'} on an abandoned branch went on "
+                "from here*")
+
+
+def outline(data: dict, everything: bool) -> list[dict]:
+    """The JSON export's ``turns``: the conversation view's turns (the same grouping as the page and
+    the Markdown), each naming the rows it shows by id (``message_ids``: an assistant card's rows,
+    and each tool result under its call), never their content again."""
+    out = []
+    for turn in _MarkdownBuilder(data, everything).turns():
+        kind = turn["kind"]
+        item = {"kind": "card" if turn.get("parts") else kind, "time": turn.get("time"),
+                "off_path": bool(turn.get("off")), "error": bool(turn.get("error"))}
+        if kind == "message":
+            item["role"] = turn["role"]
+            item["context"] = turn["css"] == "context"
+            item["copy"] = bool(turn["copy"])
+        if kind == "marker":
+            item["entry_id"] = turn.get("entry_id")
+            if turn.get("branch"):
+                item["branch_entries"] = turn["branch"]
+        else:
+            item["message_ids"] = turn["ids"]
+            item["repeats"] = [r["ids"] for r in turn.get("repeats") or []]
+        out.append(item)
+    return out
 
 
 # -- the standalone HTML ---------------------------------------------------------------------------

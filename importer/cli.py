@@ -160,17 +160,12 @@ def import_(paths, server, agent, db, demo, json_summary, quiet, config_file, fo
     store = _open(db)
     show_bar = not quiet and sys.stderr.isatty()
 
-    def progress(files):
-        return click.progressbar(files, label="importing", file=sys.stderr, show_pos=True)
-
     from .sources.fs import FileSystem
 
     fs = FileSystem(follow_symlinks=follow_symlinks)
     try:
-        if show_bar:
-            report = _run_with_bar(store, paths, server, agent, progress, fs)
-        else:
-            report = run_import(store, paths, server=server, agent=agent, fs=fs)
+        report = run_import(store, paths, server=server, agent=agent, fs=fs,
+                            progress=_files_bar("importing") if show_bar else None)
     except StoreError as exc:
         raise click.ClickException(str(exc)) from None
     finally:
@@ -234,19 +229,32 @@ def _use_prices(overrides) -> None:
         raise click.ClickException(str(exc)) from None
 
 
-def _run_with_bar(store, paths, server, agent, progress, fs=None):
-    holder = {}
+def _files_bar(label: str):
+    """``run_import``'s progress: a bar on stderr counting files, the unit of
+    the summary's "files: N seen" (its total grows as containers open)."""
+    from contextlib import contextmanager
 
-    def wrap(files):
-        bar = progress(files)
-        holder["bar"] = bar
-        return bar.__enter__()
+    @contextmanager
+    def progress(expected: int):
+        with click.progressbar(length=expected, label=label, file=sys.stderr, show_pos=True) as bar:
+            yield _BarProgress(bar)
 
-    try:
-        return run_import(store, paths, server=server, agent=agent, progress=wrap, fs=fs)
-    finally:
-        if "bar" in holder:
-            holder["bar"].__exit__(None, None, None)
+    return progress
+
+
+class _BarProgress:
+    def __init__(self, bar):
+        self.bar = bar
+
+    def grow(self, files: int) -> None:
+        if files:
+            self.bar.length = max(self.bar.length + files, self.bar.pos)
+            self.bar.finished = self.bar.pos >= self.bar.length
+            self.bar.render_progress()
+
+    def advance(self, files: int) -> None:
+        if files:
+            self.bar.update(files)
 
 
 @cli.command()
@@ -555,12 +563,7 @@ def _config_run(config_file, server, agent, db, json_summary, quiet, export):
     show_bar = not quiet and not json_summary and sys.stderr.isatty()
 
     def bars(name):
-        def wrap(files):
-            def each():
-                with click.progressbar(files, label=f"importing {name}", file=sys.stderr, show_pos=True) as bar:
-                    yield from bar
-            return each()
-        return wrap
+        return _files_bar(f"importing {name}")
 
     snapshot = None
     try:

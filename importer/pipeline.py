@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import gc
 import time
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Protocol
 
 import orjson
 
@@ -24,6 +25,27 @@ from .sources import Discovery, Source, all_sources, discover
 from .store import RowRejected, Store
 from .units import Checkpoint, Container, NotATranscript, SourceError, SourceLost, unchanged
 from .writer import ImportReport, import_one, record_problem, unit_row
+
+class Progress(Protocol):
+    """What a run tells a progress display, in files: the unit of the
+    summary's ``files seen`` (a container such as a SQLite store is not one;
+    each session it holds is)."""
+
+    def grow(self, files: int) -> None:
+        """The files to come grew (or shrank) by ``files``: a container, once
+        opened, holds more (or fewer) than its last run recorded."""
+
+    def advance(self, files: int) -> None:
+        """``files`` more were seen."""
+
+
+class _NoProgress:
+    def grow(self, files: int) -> None:
+        pass
+
+    def advance(self, files: int) -> None:
+        pass
+
 
 @dataclass
 class _Done:
@@ -41,14 +63,17 @@ def run_import(
     paths: list[str],
     server: str | None = None,
     agent: str | None = None,
-    progress: Callable[[list], object] | None = None,
+    progress: Callable[[int], AbstractContextManager[Progress]] | None = None,
     sources: Discovery | None = None,
     fs=None,
 ) -> ImportReport:
     """Import every unit under ``paths``; one bad unit never stops the others.
 
     ``sources``, when given, is an already made listing (a remote server's,
-    see sync.py) imported instead of discovering ``paths``.
+    see sync.py) imported instead of discovering ``paths``. ``progress``, when
+    given, is called with the files the run expects to see and gives the
+    :class:`Progress` it tells as it goes: at the end, when the run was not
+    stopped, it has advanced by the summary's ``files seen``.
     """
     started = time.perf_counter()
     report = ImportReport()
@@ -74,6 +99,7 @@ class _Run:
         # (server, kind) -> [changed units read, changed units not recognised as the kind's, their paths]
         self.kinds: dict[tuple[str, str], list] = {}
         self.first_seen: set[tuple[str, str]] = set()  # (server, key) of units never archived before
+        self.progress: Progress = _NoProgress()
 
     def run(self, found: Discovery, progress, started: float) -> ImportReport:
         report = self.report
@@ -82,19 +108,36 @@ class _Run:
             report.failures.append(("", message))
             report.files_failed += 1
         items = found.units
-        iterator = progress(items) if progress else items
         with self.store.batch(items, self.count) as batch:
             self.batch = batch
             go_on = True
-            for item in iterator:
-                go_on = self.container(item) if isinstance(item, Container) else self.unit(item)
-                if not go_on:
-                    break
+            with progress(self.expected(items)) if progress else nullcontext(_NoProgress()) as self.progress:
+                for item in items:
+                    go_on = self.container(item) if isinstance(item, Container) else self.unit(item)
+                    if not go_on:
+                        break
         if go_on:
             self.finish_groups()
         self.silent_kinds()
         self.report.elapsed_s = time.perf_counter() - started
         return self.report
+
+    def expected(self, items: list) -> int:
+        """The files the run will see, as far as the listing tells: its counted
+        units, and what each container held when last recorded (0 for one
+        never opened: :meth:`container` corrects it once open)."""
+        files = 0
+        for item in items:
+            if isinstance(item, Container):
+                row = self.batch.rows(item.group).get(item.key)
+                files += (row["parsed_lines"] or 0) if row is not None else 0
+            elif item.counted:
+                files += 1
+        return files
+
+    def seen(self, files: int) -> None:
+        self.report.files_seen += files
+        self.progress.advance(files)
 
     # -- one unit ------------------------------------------------------------
 
@@ -108,7 +151,7 @@ class _Run:
         if row is None:
             self.first_seen.add((unit.server, unit.key))
         if unit.counted:
-            report.files_seen += 1
+            self.seen(1)
         if unchanged(row, unit.token):
             if unit.counted:
                 report.files_unchanged += 1
@@ -194,15 +237,17 @@ class _Run:
             return False
         rows = self.batch.rows(item.group)
         row = rows.get(item.key)
+        recorded = (row["parsed_lines"] or 0) if row is not None else 0  # what expected() counted for it
         if unchanged(row, item.token):
-            held = row["parsed_lines"] or 0
-            report.files_seen += held
-            report.files_unchanged += held
+            self.seen(recorded)
+            report.files_unchanged += recorded
             return True
         failed_before = report.files_failed
         try:
             with item.open() as opened:
                 report.warnings.extend(opened.warnings)
+                self.progress.grow(sum(1 for unit in opened.units if unit.counted) - recorded)
+                recorded = 0
                 for unit in opened.units:
                     if not self.unit(unit, rows=rows):
                         return False
@@ -215,6 +260,7 @@ class _Run:
             report.files_failed += 1
             return False
         except (SourceError, OSError) as exc:
+            self.progress.grow(-recorded)  # not opened: none of what it held was seen
             message = getattr(exc, "strerror", None) or str(exc).splitlines()[0]
             self._record(item, "failed", message, 0)
             report.failures.append((item.key, message))

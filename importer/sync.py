@@ -125,8 +125,8 @@ def import_from_config(
 ) -> ConfigReport:
     """Import every configured server (or only ``server``); ``agent`` narrows each one.
 
-    ``progress(name)``, when given, returns the progress wrapper for that
-    server's file list (see ``run_import``).
+    ``progress(name)``, when given, returns ``run_import``'s ``progress`` for
+    that server's files.
     """
     started = time.perf_counter()
     out = ConfigReport()

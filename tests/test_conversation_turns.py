@@ -273,6 +273,161 @@ def test_agent_server_cards_and_run_usage(world):
     assert checked == len(sessions) >= 5
 
 
+MD_TURN = re.compile(r"^## (\S[^\n]*?) · (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)(?: \(([^)\n]*)\))?$|^\*usage · ", re.M)
+
+
+def md_turns(md: str) -> list:
+    """The Markdown export's turns: ("usage",), or (label or "context", its text up to the next turn)."""
+    found = list(MD_TURN.finditer(md))
+    out = []
+    for i, m in enumerate(found):
+        end = found[i + 1].start() if i + 1 < len(found) else len(md)
+        if m.group(1) is None:
+            out.append(("usage", md[m.start():end]))
+        else:
+            flags = (m.group(3) or "").split(", ")
+            out.append(("context" if "context" in flags else m.group(1), md[m.end():end]))
+    return out
+
+
+def test_markdown_and_json_exports_group_the_same_cards(world):
+    """The .md export draws the page's turns (one heading per assistant card, its thinking, text and
+    calls with their results under it), and the .json export's ``turns`` name the rows of each, the
+    same rows the page's card holds; its ``messages`` stay every row, one by one."""
+    site, rollout, db, ids, _snapshot = world
+    expected, compactions = codex_oracle(rollout)
+    sid = ids[rollout.sid]
+    md = site.get(f"/-/agentbase/session/{sid}.md").text
+    drawn = md_turns(md)
+    assert [kind for kind, _ in drawn] == [t[0] for t in expected]
+    cards = [(text, e) for (kind, text), e in zip(drawn, expected) if kind == "assistant"]
+    assert len(cards) == 6
+    for text, (_, items, tokens, calls) in cards:
+        at = 0
+        for kind, what in items:  # in order, each call's result right under it
+            needle = f"({what})" if kind == "call" else what
+            if needle is None:
+                continue
+            found = text.index(needle, at)
+            if kind == "call":  # its result (or error) before anything else of the card's
+                after = re.search(r"\*\*(result|error)\*\*|\*\*tool call\*\*", text[found:])
+                assert after and after.group(1), (what, text[found:found + 200])
+            at = found
+        usage = text.split("\n", 2)[1]
+        assert usage.startswith("*") and f"{tokens:,} tokens" in usage, (usage, tokens)
+        assert ("model calls" in usage) == (calls > 1)
+    # no row of its own for a tool result, a reasoning item or a call
+    assert "## tool result" not in md and "## thinking" not in md and "## tool call" not in md
+    # the compaction: one marker, where the page has it
+    marker = f"> **Compaction**: the conversation so far was compacted " \
+             f"({len(compactions[0]['replacement_history']):,} items kept as its history)"
+    assert md.count(marker) == 1
+    assert md.index("Both files are one word each.") < md.index(marker) < md.index("Now c.txt")
+
+    # the JSON: the page's cards, by the rows they hold
+    doc = site.get(f"/-/agentbase/session/{sid}.json").json()
+    page = site.get(f"/-/agentbase/session/{sid}").text
+    body = page[page.index('<div class="ab-conversation">'):]
+    starts = [m.start() for m in re.finditer(r'<section class="ab-turn ', body)] + [len(body)]
+    page_cards = [sorted(int(i) for i in re.findall(r'id="m(\d+)"', body[a:b]))
+                  for a, b in zip(starts, starts[1:]) if body[a:b].startswith('<section class="ab-turn ab-turn-assistant')]
+    json_cards = [sorted(t["message_ids"]) for t in doc["turns"] if t["kind"] == "card"]
+    assert json_cards == page_cards and len(json_cards) == 6
+    assert [t["kind"] for t in doc["turns"] if t["kind"] != "marker"] == [
+        "card" if t[0] == "assistant" else "message" for t in expected]
+    assert sum(t["kind"] == "marker" for t in doc["turns"]) == 1
+    # every row shown once, and the rows one by one as before
+    shown = [i for t in doc["turns"] for i in t.get("message_ids", [])]
+    assert len(shown) == len(set(shown)) and set(shown) <= {m["id"] for m in doc["messages"]}
+    assert doc["message_count"] == len(doc["messages"]) and doc["turns_shown"] == "the active path"
+
+    # the agent-server's sessions: the same turns as their events say
+    conn = sqlite3.connect(db)
+    try:
+        sessions = [r[0] for r in conn.execute("SELECT id FROM sessions ORDER BY id")]
+    finally:
+        conn.close()
+    for uuid in sessions:
+        if uuid in ids:
+            got = [kind for kind, _ in md_turns(site.get(f"/-/agentbase/session/{ids[uuid]}.md").text)]
+            assert [k for k in got if k != "context"] == [t[0] for t in agent_server_oracle(db, uuid)], uuid
+
+
+def test_a_live_answer_draws_only_its_cards_and_as_the_page_does(world):
+    """since.json (a live page's answer) groups the whole conversation with its drawings put off
+    (conversation.build(later=True)) and draws only the cards it sends: nothing is drawn before
+    conversation.drawn, and what it draws is what the page draws, turn by turn, for every session
+    (Codex's cards, the agent-server's run usage lines, markers)."""
+    from datasette_agentbase import conversation
+
+    site, _rollout, _db, ids, snapshot = world
+    conn = sqlite3.connect(f"file:{snapshot}?mode=ro", uri=True)
+    try:
+        for sid in ids.values():
+            for everything in (False, True):
+                data = conversation.load(conn, sid, everything)
+                href = lambda *a, **k: "/x"  # noqa: E731
+                page = conversation.build(data, everything, href, "/s", session_href=href)
+                later = conversation.build(data, everything, href, "/s", session_href=href, later=True)
+                assert all(isinstance(t["html" if "html" in t else "usage"], conversation._Later)
+                           for t in later["turns"]), sid
+                assert conversation.drawn(later["turns"]) == page["turns"], (sid, everything)
+                assert later["totals"] == page["totals"]
+    finally:
+        conn.close()
+    # and through the endpoint: the last cards of the page, as the page has them
+    sid = ids[_rollout.sid]
+    page = site.get(f"/-/agentbase/session/{sid}").text
+    keys = re.findall(r'<(?:section|div) class="ab-turn[^"]*" id="([me]\d+)"', page)
+    doc = site.get(f"/-/agentbase/session/{sid}/since.json?after={keys[-1]}").json()
+    assert [c["key"] for c in doc["cards"]] == keys[-3:] and doc["count"] is None  # (from the end only)
+    assert all(c["html"] in page for c in doc["cards"]) and doc["totals"] in page
+    whole = site.get(f"/-/agentbase/session/{sid}/since.json?after={keys[-1]}&all=1").json()
+    assert whole["count"] == len(re.findall(r'<(?:section|div) class="ab-turn[^"]*" id="[me]\d+"',
+                                            site.get(f"/-/agentbase/session/{sid}?all=1").text))
+
+
+def tails_match_wholes(snapshot: Path) -> tuple[int, int]:
+    """For every session of ``snapshot`` and every card of its page, what a live page whose last card
+    that is gets from the end of the conversation (conversation.load_tail) against what the whole
+    conversation's build sends from the same card (live_pages.after): the same first card, the same
+    cards drawn the same, the same totals. Returns (cards tried, answered from fewer rows than the whole)."""
+    from datasette_agentbase import conversation
+    from datasette_agentbase.live_pages import REPLAY, after, cards
+
+    href = lambda *a, **k: "/x"  # noqa: E731
+    tried = tails = 0
+    conn = sqlite3.connect(f"file:{snapshot}?mode=ro", uri=True)
+    try:
+        for (sid,) in conn.execute("SELECT id FROM sessions ORDER BY id").fetchall():
+            whole = conversation.build(conversation.load(conn, sid), False, href, "/s", session_href=href,
+                                       later=True)
+            keyed = cards(whole["turns"])
+            for card in keyed:
+                tried += 1
+                tail = conversation.load_tail(conn, sid, card["key"], REPLAY)
+                if tail is None:
+                    continue
+                tails += len(tail["messages"]) < len(conversation.load(conn, sid)["messages"])
+                part = conversation.build(tail, False, href, "/s", session_href=href, later=True)
+                first, sent = after(keyed, card["key"])
+                tail_first, tail_sent = after(cards(part["turns"]), card["key"])
+                assert tail_first == first, (sid, card["key"])
+                assert [c["key"] for c in tail_sent] == [c["key"] for c in sent], (sid, card["key"])
+                assert conversation.drawn([t for c in tail_sent for t in c["turns"]]) == conversation.drawn(
+                    [t for c in sent for t in c["turns"]]), (sid, card["key"])
+                assert part["totals"] == whole["totals"], (sid, card["key"])
+    finally:
+        conn.close()
+    return tried, tails
+
+
+def test_a_live_answer_from_the_end_is_the_whole_conversations(world):
+    tried, tails = tails_match_wholes(world[4])
+    print(f"{tails} of {tried} cards answered from the end only")
+    assert tails >= tried // 3
+
+
 def test_other_kinds_keep_their_cards(world):
     """A kind that writes one row per model call (here, the rows of a Codex session whose rows are all
     messages: nothing itemized) keeps one card per row."""

@@ -955,6 +955,17 @@ def test_json_export_keeps_every_branch(site):
                for e in doc["entries"])
 
 
+def test_live_answers_from_the_end_match_the_whole_conversation(kinds, site):
+    """Every kind's sessions, and the branches, compactions and errors of the main snapshot: a live
+    page's answer built from the end of the conversation is the whole one's (test_conversation_turns)."""
+    from test_conversation_turns import tails_match_wholes
+
+    for s in (kinds[0], site):
+        tried, tails = tails_match_wholes(Path(s.ds.databases[s.db].path))
+        print(f"{tails} of {tried} cards answered from the end only")
+        assert tails
+
+
 def test_markdown_export(kinds, site):
     kinds_site, ids = kinds
     r = kinds_site.get(f"/-/agentbase/session/{ids['reading']}.md")

@@ -2,9 +2,11 @@
 in, with its cookie) of the snapshot a real `agentbase watch` keeps up to date. An agent appends to
 its transcript; the open conversation shows the new cards, and a tool result under its call, and the
 open session list the new and changed rows, within 5 s of the export and without a reload (a
-variable set at load survives, the reader's scroll position stays), with a "live" badge; "paused"
+variable set at load survives, the reader's scroll position stays, and no card drawn before an update is
+drawn again by it: marks the test sets on the cards' nodes stay), with a "live" badge; "paused"
 while the tab is hidden and when the server is gone. Screenshots at 1400 and 390 px are saved to
-$AGENTBASE_ARTIFACT_DIR (default: <tmp>/agentbase-artifacts).
+$AGENTBASE_ARTIFACT_DIR (default: <tmp>/agentbase-artifacts), with the conversation's Markdown export after
+the updates (live-conversation.md, its text checked).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import time
 import pytest
 
 from conftest import serving
+from datasette_agentbase.live_pages import REPLAY
 from live_fixture import OTHER_SID, Archive, query, wait
 from test_explorer_browser import artifact_dir, browser  # noqa: F401 (the browser fixture)
 from transcripts import exec_call
@@ -109,6 +112,25 @@ def _turn_ids(driver) -> list[str]:
     return driver.execute_script("return [...document.querySelectorAll('.ab-conversation > [id]')].map(e => e.id)")
 
 
+def _mark_cards(driver) -> None:
+    driver.execute_script(
+        "const cards = [...document.querySelectorAll('.ab-conversation > [id]')];"
+        "cards.forEach((e, i) => { e.__abKept = true; if (i < cards.length - arguments[0]) "
+        "e.setAttribute('data-ab-test-kept', '1'); });"
+        "window.__abMarked = cards.map(e => [e.id, true, e.hasAttribute('data-ab-test-kept')]);", REPLAY)
+
+
+def _unmarked(driver) -> dict:
+    """The cards marked by _mark_cards that lost their mark (drawn again): by attribute, by property."""
+    return driver.execute_script(
+        "const cards = [...document.querySelectorAll('.ab-conversation > [id]')];"
+        "const had = window.__abMarked;"
+        "const now = new Map(cards.map(e => [e.id, e]));"
+        "return {attribute: had.filter(([id, p, a]) => a && !(now.get(id) && now.get(id).hasAttribute("
+        "'data-ab-test-kept'))).map(h => h[0]),"
+        " property: had.filter(([id, p]) => p && !(now.get(id) && now.get(id).__abKept)).map(h => h[0])};")
+
+
 def _oracle_turns(archive, session_id: int) -> list[str]:
     """The cards a conversation of this fixture shows: every message on the active path but the
     tool results (each drawn under its call), in order."""
@@ -131,6 +153,10 @@ def test_a_conversation_follows_the_transcript(site, browser):
     scrolled = driver.execute_script("return window.scrollY")
     assert scrolled == 400  # (the page is long enough to scroll: the reader is in its middle)
     before_html = driver.execute_script("return document.querySelector('.ab-conversation').children.length")
+    # every card drawn now is marked (an attribute on all but the last ones, which an answer sends again and
+    # which then stay as they are when equal; a property on every one): an update that drew them again would
+    # leave cards without their marks
+    _mark_cards(driver)
 
     # an agent writes a question and an answer
     c = archive.chain
@@ -142,6 +168,7 @@ def test_a_conversation_follows_the_transcript(site, browser):
     assert _turn_ids(driver) == _oracle_turns(archive, sid)  # every card once, in order
     assert driver.execute_script("return document.querySelector('.ab-conversation').children.length") \
         == before_html + 2
+    assert _unmarked(driver) == {"attribute": [], "property": []}  # the first cards are the same nodes
     state = _live(driver)
     assert state["state"] == "live" and state["updates"] >= 1 and state["added"] == 2
     assert _badge(driver) == "live · 2 new"
@@ -159,6 +186,9 @@ def test_a_conversation_follows_the_transcript(site, browser):
                                  "return window.innerHeight + window.scrollY >= e.scrollHeight - 2")
     card = _turn_ids(driver)[-1]
     assert "no result recorded" in _text(driver, "#" + card)
+    # a second append: its card came, and not one card before it was drawn again (the two new ones neither)
+    assert _unmarked(driver) == {"attribute": [], "property": []}
+    assert _live(driver)["added"] == 3
     driver.execute_script("document.querySelectorAll('#' + arguments[0] + ' details').forEach(d => d.open = true)",
                           card)
     before = archive.append(c.result("toolu_live_1", "load average: 0.42 harrierresult"))
@@ -169,6 +199,16 @@ def test_a_conversation_follows_the_transcript(site, browser):
     assert driver.execute_script("return window.__abLoadedOnce") == "the same page"
     assert driver.execute_script("return window.__abBlocked") == []  # the CSP let everything it did through
     _shots(driver, "conversation")
+    # its Markdown export, asked by the page with its cookie, holds the same turns: the call with its result
+    # under it, under one heading
+    md = driver.execute_async_script(
+        "const done = arguments[arguments.length - 1];"
+        "fetch(arguments[0], {credentials: 'same-origin'}).then(r => r.text()).then(done, e => done('' + e));",
+        f"{path}.md")
+    (artifact_dir() / "live-conversation.md").write_text(md, encoding="utf-8")
+    turn = md[md.index("uptime # ospreycheck"):]
+    assert md.rindex("\n## assistant · ", 0, md.index("uptime # ospreycheck")) > md.index("kestrel live answer")
+    assert "**result**" in turn and "harrierresult" in turn and "\n## " not in turn
 
     # a hidden tab pauses (nothing is asked of the server), a visible one follows again at once
     here = driver.current_window_handle
