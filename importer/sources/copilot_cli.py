@@ -204,34 +204,13 @@ class EventsParser:
     # -- lines ------------------------------------------------------------------------
 
     def feed(self, data: bytes, final: bool = False) -> ChunkResult:
-        result = ChunkResult()
-        end = len(data)
-        start = result.consumed = P.complete_lines(data, lambda raw: self._line(raw, result), self.state)
-        if final and start < end and data[start:].strip():
-            # The unterminated tail: imported if already complete, but left unconsumed (and the
-            # state as it was), so the next run reads it again, with the same entry ids.
-            state = self.state
-            saved = (state.next_line, state.last_entry_id, orjson.dumps(state.extra), state.session_id)
-            before = len(result.entries)
-            if self._line(data[start:], result, pending=True):
-                state.next_line, state.last_entry_id = saved[0], saved[1]
-                state.extra = orjson.loads(saved[2])
-            else:
-                del result.entries[before:]
-                state.session_id = saved[3]
-                result.pending_lines += 1
-        return result
+        # (a tail taken is undone in state.extra too: it holds the tools started and the model)
+        return P.feed_lines(self.state, data, final, self._line, keep_extra=True)
 
     def _line(self, raw: bytes, result: ChunkResult, pending: bool = False) -> bool:
         state = self.state
-        index = state.next_line
-        state.next_line += 1
-        if raw[-1:] == b"\r":
-            raw = raw[:-1]
-        obj, raw = P.loads_line(raw)
-        if not isinstance(obj, dict):
-            if not pending:
-                result.bad_lines += 1
+        index, obj, raw = P.read_line(state, raw, result, pending)
+        if obj is None:
             return False
         etype = obj.get("type") if isinstance(obj.get("type"), str) else None
         data = obj.get("data") if isinstance(obj.get("data"), dict) else {}
