@@ -32,16 +32,14 @@ from __future__ import annotations
 import hashlib
 import re
 import sqlite3
-from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any
 
 import orjson
 
 from .. import parser as P
 from .. import rows as R
 from .. import vocabulary as V
-from ..units import (Batch, Checkpoint, Container, NotATranscript, Opened, Outcome, SessionInfo, SourceError, Unit,
-                     file_token)
+from ..units import Batch, Checkpoint, NotATranscript, Outcome, SessionInfo, SourceError, Unit, file_token
 from . import readonly
 from .base import Discovery, Scope, Source
 from .fs import FileSystem
@@ -355,26 +353,14 @@ SESSION_COLUMNS = ("id", "project_id", "parent_id", "slug", "directory", "title"
                    "time_updated", "time_archived", "agent", "model")
 
 
-class OpencodeDB(Container):
+class OpencodeDB(readonly.Database):
     """One ``opencode.db``; its units are its sessions."""
 
     session_type = "opencode_db"
+    layout = Layout
 
-    def __init__(self, *args, scope: Scope, **kw):
-        super().__init__(*args, **kw)
-        self.scope = scope
-
-    @contextmanager
-    def open(self) -> Iterator[Opened]:
-        with readonly.connect_copy(self.fs, self.path, READ_TABLES, READABLE) as conn:
-            try:
-                layout = Layout(conn)
-                units = self._units(conn, layout)
-            except SourceError as exc:
-                raise SourceError(f"{self.path}: {exc}") from None
-            except sqlite3.Error as exc:
-                raise SourceError(f"{self.path}: cannot list the sessions: {exc}") from None
-            yield Opened(units)
+    def connect(self):
+        return readonly.connect_copy(self.fs, self.path, READ_TABLES, READABLE)
 
     def _units(self, conn: sqlite3.Connection, layout: Layout) -> list[Unit]:
         agent = self.scope.agent or AGENT
@@ -720,16 +706,7 @@ class OpencodeSource(Source):
         return head.startswith(SQLITE_MAGIC) and not any(m in head for m in OTHER_DB_MARKERS)
 
     def _container(self, fs: FileSystem, path: str, scope: Scope, out: Discovery, listed: tuple[int, int]):
-        if out.has(scope.server, path):
-            return None
-        token = readonly.with_wal(fs, path, listed, out)
-        if token is None:
-            return None
-        size, mtime = token
-        container = OpencodeDB(self, scope.server, scope.agent or AGENT, path, fs.basename(path), size, mtime, fs=fs,
-                               scope=scope)
-        out.add(container)
-        return container
+        return OpencodeDB.list_into(out, self, fs, path, scope, scope.agent or AGENT, listed)
 
     def _storage(self, fs: FileSystem, storage: str, scope: Scope, out: Discovery) -> None:
         agent = scope.agent or AGENT
