@@ -30,7 +30,7 @@ from .. import rows as R
 from .. import vocabulary as V
 from ..units import Batch, Checkpoint, NotATranscript, Outcome, SessionInfo, SourceError, Unit, file_token
 from .base import Discovery, Scope, Source
-from .fs import FileSystem
+from .fs import FileSystem, folders
 
 KIND = "cline"
 AGENT = "cline"
@@ -565,15 +565,7 @@ class Cline(Source):
 
     def default_paths(self, fs: FileSystem) -> list[str]:
         """Every candidate that exists (Cline's and Roo Code's, on each VS Code of the machine)."""
-        out = []
-        for path in self.candidates():
-            try:
-                found = fs.stat(fs.abspath(path))
-            except OSError:
-                found = None
-            if found is not None and found[0] == "dir":
-                out.append(path)
-        return out
+        return list(folders(fs, self.candidates()))
 
     # -- discovery ---------------------------------------------------------------------------------
 

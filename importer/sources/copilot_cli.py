@@ -39,7 +39,7 @@ from .. import vocabulary as V
 from ..parser import ChunkResult, Entry, ParseState
 from ..units import Batch, Checkpoint, NotATranscript, Outcome, SessionInfo, SourceError, Unit, file_token
 from .base import Discovery, Scope, Source
-from .fs import FileSystem, entry_is_dir as _is_dir, entry_is_file as _is_file, listing as _listing
+from .fs import FileSystem, entry_is_dir as _is_dir, entry_is_file as _is_file, folders, listing as _listing
 from .reader import read_lines
 
 KIND = "copilot-cli"
@@ -592,14 +592,8 @@ class CopilotCliSource(Source):
         return out + ["~/.copilot"]
 
     def default_paths(self, fs: FileSystem) -> list[str]:
-        for path in (["~/.copilot"] if fs.remote else self.candidates()):
-            try:
-                found = fs.stat(fs.abspath(path))
-            except OSError:
-                continue
-            if found is not None and found[0] == "dir":
-                return [path]
-        return []
+        first = next(folders(fs, ["~/.copilot"] if fs.remote else self.candidates()), None)
+        return [first] if first is not None else []
 
     # -- discovery ------------------------------------------------------------------
 

@@ -42,7 +42,7 @@ from .. import vocabulary as V
 from ..units import Batch, Checkpoint, NotATranscript, Outcome, SessionInfo, SourceError, Unit, file_token
 from . import readonly
 from .base import Discovery, Scope, Source
-from .fs import FileSystem
+from .fs import FileSystem, files_in
 
 KIND = "opencode"
 AGENT = "opencode"
@@ -622,19 +622,7 @@ class NotOurs(Unit):
 
 
 def _json_files(fs: FileSystem, folder: str, prefix: str, out: Discovery) -> list[tuple[str, str, int, int]]:
-    try:
-        entries = fs.listdir(folder) or []
-    except OSError as exc:
-        out.errors.append(f"cannot list {folder}: {exc.strerror or exc}")
-        return []
-    found = []
-    for e in sorted(entries, key=lambda e: e.name):
-        try:
-            if e.name.startswith(prefix) and e.name.endswith(".json") and e.is_file():
-                found.append((e.path, e.name, e.size, e.mtime_ns))
-        except OSError as exc:
-            out.errors.append(f"cannot stat {e.path}: {exc.strerror or exc}")
-    return found
+    return files_in(fs, folder, lambda name: name.startswith(prefix) and name.endswith(".json"), out)
 
 
 class OpencodeSource(Source):

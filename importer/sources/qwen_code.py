@@ -38,7 +38,7 @@ from ..parser import ChunkResult, Entry, ParseState
 from ..units import Batch, Checkpoint, NotATranscript, Outcome, SessionInfo, SourceError, Unit
 from . import gemini_cli as G
 from .base import Discovery, Scope, Source
-from .fs import FileSystem, entry_is_dir as _is_dir, listing as _listing
+from .fs import FileSystem, entry_is_dir as _is_dir, folders, listing as _listing
 from .reader import read_lines
 
 KIND = "qwen-code"
@@ -607,14 +607,8 @@ class QwenCodeSource(Source):
         return ["~/.qwen"]
 
     def default_paths(self, fs: FileSystem) -> list[str]:
-        for path in self.candidates():
-            try:
-                found = fs.stat(fs.abspath(path))
-            except OSError:
-                continue
-            if found is not None and found[0] == "dir":
-                return [path]
-        return []
+        first = next(folders(fs, self.candidates()), None)
+        return [first] if first is not None else []
 
     def session_type(self, name: str) -> str:
         return "checkpoint" if is_checkpoint_name(name) else "normal"
