@@ -58,6 +58,7 @@ from .. import parser as P
 from .. import rows as R
 from .. import vocabulary as V
 from .reader import read_lines
+from ..schema import COUNTED_USAGE, USAGE_TOTALS
 from ..units import Batch, Checkpoint, Outcome, SessionInfo, Unit
 from .base import Discovery, Scope, Source
 from .fs import FileSystem
@@ -1442,14 +1443,8 @@ class ClaudeCode(Source):
         store.executemany("UPDATE messages SET usage_counted = ? WHERE id = ?", changes)
         store.touch(touched)
         for session_id in sorted(touched):
-            agg = store.query(
-                "SELECT SUM(input_tokens * usage_counted), SUM(output_tokens * usage_counted), "
-                "SUM(cache_read_tokens * usage_counted), SUM(cache_write_tokens * usage_counted), "
-                "SUM(total_tokens * usage_counted), SUM(cost_usd * usage_counted) FROM messages WHERE session_id = ?",
-                (session_id,))[0]
-            store.update("sessions", session_id, {
-                "input_tokens": agg[0], "output_tokens": agg[1], "cache_read_tokens": agg[2],
-                "cache_write_tokens": agg[3], "total_tokens": agg[4], "cost_usd": agg[5]})
+            totals = store.tuples(f"SELECT {COUNTED_USAGE} FROM messages WHERE session_id = ?", (session_id,))[0]
+            store.update("sessions", session_id, dict(zip(USAGE_TOTALS, totals)))
 
     def extra_stats(self, store) -> dict:
         rows = store.query("SELECT COUNT(*) FROM sessions WHERE source = ? AND parent_session_uuid IS NOT NULL",
