@@ -28,9 +28,9 @@ from contextlib import contextmanager
 from . import openclaw_db
 from .. import parser as P
 from ..units import Batch, Checkpoint, Container, Opened, Outcome, SourceError, Unit
-from .base import Discovery, Scope, Source
+from .base import Discovery, Scope
 from .fs import FileSystem
-from .openclaw import IMPORT_ARCHIVE_DIR, OpenClawJSONL, TranscriptFile, claimed_session, state_agents_dir
+from .openclaw import IMPORT_ARCHIVE_DIR, OpenClawKind, TranscriptFile, state_agents_dir
 
 log = logging.getLogger("agentbase")
 
@@ -199,24 +199,9 @@ STORE_FIELDS = ("session_key", "label", "display_name", "channel", "chat_type", 
                 "previous_session_id", "status", "ended_at", "model_provider", "model", "archived_at")
 
 
-class OpenClawStore(Source):
-    kind = "openclaw"
-    records_costs = True
-    shell_tools = OpenClawJSONL.shell_tools  # the same kind: one list
+class OpenClawStore(OpenClawKind):
     name = "openclaw-store"
     order = 30
-
-    def session_type(self, name: str) -> str:
-        return P.session_type_for(name)
-
-    def is_copy(self, name: str) -> bool:
-        return P.is_copy(name)
-
-    def claimed_session(self, name: str) -> str | None:
-        return claimed_session(name)
-
-    def not_this_kind(self) -> str:
-        return "not an OpenClaw transcript: no session header and no known entry type"
 
     # -- discovery ---------------------------------------------------------------
 
