@@ -474,28 +474,32 @@ class SessionUnit(Unit):
         by_message: dict[str, list[Item]] = {}
         watermark = R.integer(state.get("w")) or 0 if after else 0
         bad = events = read = 0
-        for pid, mid, updated, data in self._query(
-                f"SELECT id, message_id, {pupd}, data FROM part WHERE {pwhere} ORDER BY message_id, id", pparams):
+
+        def load(updated, data) -> dict | None:
+            """A row's data as the JSON object it holds (None, counted bad, when it holds none); the
+            row, its bytes and its time_updated counted."""
+            nonlocal bad, events, read, watermark
             events += 1
             raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else bytes(data or b"")
             read += len(raw)
             watermark = max(watermark, R.integer(updated) or 0)
             obj = _load(raw)
-            if not isinstance(obj, dict):
-                bad += 1
-                continue
-            by_message.setdefault(mid, []).append(Item(pid, {"id": pid, "messageID": mid, "sessionID": self.sid,
-                                                             **obj}))
+            if isinstance(obj, dict):
+                return obj
+            bad += 1
+            return None
+
+        for pid, mid, updated, data in self._query(
+                f"SELECT id, message_id, {pupd}, data FROM part WHERE {pwhere} ORDER BY message_id, id", pparams):
+            obj = load(updated, data)
+            if obj is not None:
+                by_message.setdefault(mid, []).append(Item(pid, {"id": pid, "messageID": mid, "sessionID": self.sid,
+                                                                 **obj}))
         last = before = None
         seq_before = parser.seq
         for mid, updated, data in msgs:
-            events += 1
-            raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else bytes(data or b"")
-            read += len(raw)
-            watermark = max(watermark, R.integer(updated) or 0)
-            obj = _load(raw)
-            if not isinstance(obj, dict):
-                bad += 1
+            obj = load(updated, data)
+            if obj is None:
                 continue
             last, before, seq_before = mid, parser.tail, parser.seq
             parser.message(Item(mid, {"id": mid, "sessionID": self.sid, **obj}), by_message.get(mid, []))
