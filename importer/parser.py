@@ -410,6 +410,15 @@ def _clean(value: Any) -> Any:
 # Rows derived from entries
 
 
+def thinking_block(text: Any, signature: Any = None) -> dict:
+    """The archive's ``thinking`` block of a kind's reasoning part: its text (empty when it has none)
+    and its signature, when it has one."""
+    block = {"type": "thinking", "thinking": _str(text) or ""}
+    if signature:
+        block["thinkingSignature"] = signature
+    return block
+
+
 def result_failed(message: dict) -> tuple[bool, int | None, int | None]:
     """(is_error, exit_code, duration_ms) for a toolResult message.
 

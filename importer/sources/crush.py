@@ -384,9 +384,7 @@ class MessageParser:
             if kind == "text":
                 blocks.append({"type": "text", "text": R.text(data.get("text")) or ""})
             elif kind == "reasoning":
-                block = {"type": "thinking", "thinking": R.text(data.get("thinking")) or ""}
-                if data.get("signature"):
-                    block["thinkingSignature"] = data["signature"]
+                block = P.thinking_block(data.get("thinking"), data.get("signature"))
                 blocks.append({**{k: v for k, v in data.items() if k not in ("thinking", "signature")}, **block})
             elif kind == "tool_call":
                 raw_input = data.get("input")
