@@ -231,11 +231,7 @@ def to_block(block):
         return block
     t = block.get("type")
     if t == "tool_use":
-        out = {"type": "toolCall"}
-        for k, v in block.items():
-            if k != "type":
-                out["arguments" if k == "input" else k] = v
-        return out
+        return _renamed(block, "toolCall", "input", "arguments")
     if t == "thinking":
         return {("thinkingSignature" if k == "signature" else k): v for k, v in block.items()}
     if t == "redacted_thinking":
@@ -256,11 +252,7 @@ def from_block(block):
         return block
     t = block.get("type")
     if t == "toolCall":
-        out = {"type": "tool_use"}
-        for k, v in block.items():
-            if k != "type":
-                out["input" if k == "arguments" else k] = v
-        return out
+        return _renamed(block, "tool_use", "arguments", "input")
     if t == "thinking":
         if block.get("ccType") == "redacted_thinking":
             out = {"type": "redacted_thinking"}
@@ -271,6 +263,15 @@ def from_block(block):
         return {"type": "image", "source": {"type": "base64", "media_type": block.get("mimeType"),
                                             "data": block["data"]}}
     return block
+
+
+def _renamed(block: dict, type_: str, old: str, new: str) -> dict:
+    """``block`` as a ``type_`` block, its ``old`` field named ``new`` (every other field kept, in order)."""
+    out = {"type": type_}
+    for k, v in block.items():
+        if k != "type":
+            out[new if k == old else k] = v
+    return out
 
 
 def _canon(value) -> bytes:
