@@ -271,32 +271,12 @@ class TranscriptParser:
         }, state.header_raw.decode("utf-8", "replace"))}
 
     def feed(self, data: bytes, final: bool = False) -> ChunkResult:
-        result = ChunkResult()
-        end = len(data)
-        start = result.consumed = complete_lines(data, lambda raw: self._line(raw, result), self.state)
-        if final and start < end and data[start:].strip():
-            # The unterminated tail: import it if it is already complete, but
-            # leave it unconsumed so the next run reads it again (same entry
-            # id) once its newline arrives.
-            saved = (self.state.next_line, self.state.last_entry_id)
-            before = len(result.entries)
-            if self._line(data[start:], result, pending=True):
-                self.state.next_line, self.state.last_entry_id = saved
-            else:
-                del result.entries[before:]
-                result.pending_lines += 1
-        return result
+        return feed_lines(self.state, data, final, self._line)
 
     def _line(self, raw: bytes, result: ChunkResult, pending: bool = False) -> bool:
         state = self.state
-        index = state.next_line
-        state.next_line += 1
-        if raw[-1:] == b"\r":
-            raw = raw[:-1]
-        obj, raw = loads_line(raw)
-        if not isinstance(obj, dict):
-            if not pending:
-                result.bad_lines += 1
+        index, obj, raw = read_line(state, raw, result, pending)
+        if obj is None:
             return False
         etype = obj.get("type")
         if index == 0 and etype == "session":
@@ -325,6 +305,45 @@ class TranscriptParser:
         )
         state.last_entry_id = entry_id
         return True
+
+
+def feed_lines(state: ParseState, data: bytes, final: bool, line, keep_extra: bool = False) -> ChunkResult:
+    """The ``feed`` of a parser of one JSON object a line, ``line(raw, result, pending)`` its ``_line``
+    (True: the line was taken): every complete line (:func:`complete_lines`); then, with ``final``,
+    the unterminated tail, taken when it is already a whole object but left unconsumed, with the
+    state as it was before it (``keep_extra``: ``state.extra`` too), so that the next run reads it
+    again, with the same entry ids, once its newline arrives. A tail not taken is pending."""
+    result = ChunkResult()
+    end = len(data)
+    start = result.consumed = complete_lines(data, lambda raw: line(raw, result), state)
+    if final and start < end and data[start:].strip():
+        saved = (state.next_line, state.last_entry_id, orjson.dumps(state.extra) if keep_extra else None)
+        before = len(result.entries)
+        if line(data[start:], result, pending=True):
+            state.next_line, state.last_entry_id = saved[0], saved[1]
+            if keep_extra:
+                state.extra = orjson.loads(saved[2])
+        else:
+            del result.entries[before:]
+            result.pending_lines += 1
+    return result
+
+
+def read_line(state: ParseState, raw: bytes, result: ChunkResult,
+              pending: bool = False) -> tuple[int, dict | None, bytes]:
+    """How every line parser's ``_line`` starts: the line's index (the state moves past it), its JSON
+    object and the bytes to keep as its JSON (:func:`loads_line`, a closing ``\\r`` left out). A line
+    that is not a JSON object gives None and is counted bad, unless it is the ``pending`` tail."""
+    index = state.next_line
+    state.next_line += 1
+    if raw[-1:] == b"\r":
+        raw = raw[:-1]
+    obj, raw = loads_line(raw)
+    if not isinstance(obj, dict):
+        if not pending:
+            result.bad_lines += 1
+        return index, None, raw
+    return index, obj, raw
 
 
 def complete_lines(data: bytes, on_line, state: "ParseState") -> int:
@@ -389,6 +408,15 @@ def _clean(value: Any) -> Any:
 
 # ---------------------------------------------------------------------------
 # Rows derived from entries
+
+
+def thinking_block(text: Any, signature: Any = None) -> dict:
+    """The archive's ``thinking`` block of a kind's reasoning part: its text (empty when it has none)
+    and its signature, when it has one."""
+    block = {"type": "thinking", "thinking": _str(text) or ""}
+    if signature:
+        block["thinkingSignature"] = signature
+    return block
 
 
 def result_failed(message: dict) -> tuple[bool, int | None, int | None]:

@@ -23,6 +23,7 @@ import orjson
 
 from .sources import Discovery, Source, all_sources, discover
 from .store import RowRejected, Store
+from .schema import COUNTED_USAGE, USAGE_TOTALS
 from .units import Checkpoint, Container, NotATranscript, SourceError, SourceLost, unchanged
 from .writer import ImportReport, import_one, record_problem, unit_row
 
@@ -335,14 +336,8 @@ def count_once_in_provider_transcripts(store: Store) -> int:
             continue
         store.execute("UPDATE messages SET usage_counted = 0 WHERE session_id = ? AND usage_counted = 1 "
                       "AND cost_source IS NOT NULL", (session_id,))
-        agg = store.tuples(
-            "SELECT SUM(input_tokens * usage_counted), SUM(output_tokens * usage_counted), "
-            "SUM(cache_read_tokens * usage_counted), SUM(cache_write_tokens * usage_counted), "
-            "SUM(total_tokens * usage_counted), SUM(cost_usd * usage_counted) FROM messages WHERE session_id = ?",
-            (session_id,))[0]
-        store.update("sessions", session_id, {
-            "counted_in_session_id": transcript, "input_tokens": agg[0], "output_tokens": agg[1],
-            "cache_read_tokens": agg[2], "cache_write_tokens": agg[3], "total_tokens": agg[4], "cost_usd": agg[5]})
+        totals = store.tuples(f"SELECT {COUNTED_USAGE} FROM messages WHERE session_id = ?", (session_id,))[0]
+        store.update("sessions", session_id, {"counted_in_session_id": transcript, **dict(zip(USAGE_TOTALS, totals))})
         by_kind.setdefault(kind, []).append(session_id)
         changed += 1
     for source in all_sources():

@@ -229,6 +229,12 @@ TABLES: dict[str, list[tuple[str, str]]] = {
     ],
 }
 
+# A session's usage totals (these ``sessions`` columns) are the sums of its messages' usage that
+# counts (``usage_counted``: a model call's first copy, not one counted in another transcript); every
+# place that totals a session selects COUNTED_USAGE, in this order.
+USAGE_TOTALS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "total_tokens", "cost_usd")
+COUNTED_USAGE = ", ".join(f"SUM({column} * usage_counted)" for column in USAGE_TOTALS)
+
 UNIQUE: dict[str, list[tuple[str, ...]]] = {
     "parsed_files": [("server", "agent_id", "file_path")],
     "sessions": [("session_uuid", "server", "agent_id")],

@@ -23,6 +23,7 @@ import orjson
 
 from . import parser as P
 from . import prices
+from .schema import COUNTED_USAGE, USAGE_TOTALS
 from .vocabulary import UNKNOWN
 from .store import Store, now_utc
 from .units import Checkpoint, NotATranscript, Outcome, Prefetched, SessionInfo, Unit, unchanged
@@ -445,19 +446,10 @@ class SessionWriter:
         if self.totals is not None:
             values.update(self.totals.values())
         elif self.changed or session is None:
-            agg = store.query(
-                "SELECT COUNT(*), MIN(timestamp), MAX(timestamp), "
-                "SUM(input_tokens * usage_counted), SUM(output_tokens * usage_counted), "
-                "SUM(cache_read_tokens * usage_counted), SUM(cache_write_tokens * usage_counted), "
-                "SUM(total_tokens * usage_counted), SUM(cost_usd * usage_counted) "
-                "FROM messages WHERE session_id = ?",
-                (self.session_id,),
-            )[0]
-            values.update({
-                "message_count": agg[0], "first_message_at": agg[1], "last_message_at": agg[2],
-                "input_tokens": agg[3], "output_tokens": agg[4], "cache_read_tokens": agg[5],
-                "cache_write_tokens": agg[6], "total_tokens": agg[7], "cost_usd": agg[8],
-            })
+            agg = store.tuples(f"SELECT COUNT(*), MIN(timestamp), MAX(timestamp), {COUNTED_USAGE} "
+                               "FROM messages WHERE session_id = ?", (self.session_id,))[0]
+            values.update({"message_count": agg[0], "first_message_at": agg[1], "last_message_at": agg[2],
+                           **dict(zip(USAGE_TOTALS, agg[3:]))})
         if values:
             values["updated_at"] = now_utc()
             store.update("sessions", self.session_id, values)

@@ -329,6 +329,36 @@ def test_rows_of_a_made_up_session(tmp_path):
     assert path.exists()
 
 
+def test_workspace_yaml_is_read_as_yaml_and_bad_yaml_is_one_note(tmp_path):
+    """workspace.yaml is YAML (PyYAML): quoted values unquoted, times and counts kept as written; a
+    file that is not YAML imports the session all the same, with one warning naming the line."""
+    e = conversation(turns=1)
+    write_session(tmp_path, e)
+    (session_dir(tmp_path, e.sid) / "workspace.yaml").write_text(
+        f"id: {e.sid}\ncwd: '/home/dev/it''s here'\nname: \"a: quoted \\u00e9 name\"\nuser_named: true\n"
+        "summary_count: 0\ncreated_at: 2026-01-02T03:00:00.000Z\nbranch:\n")
+    assert CP.parse_workspace((session_dir(tmp_path, e.sid) / "workspace.yaml").read_bytes()) == {
+        "id": e.sid, "cwd": "/home/dev/it's here", "name": "a: quoted \u00e9 name", "user_named": True,
+        "summary_count": "0", "created_at": "2026-01-02T03:00:00.000Z", "branch": None}
+    db = tmp_path / "t.db"
+    report = imp(db, tmp_path / ".copilot")
+    assert not [w for w in report.warnings if "workspace.yaml" in w]
+    assert rows(db, "SELECT title, cwd FROM sessions") == [("a: quoted \u00e9 name", "/home/dev/it's here")]
+
+    bad = tmp_path / "bad"
+    e = conversation(turns=1)
+    write_session(bad, e)
+    (session_dir(bad, e.sid) / "workspace.yaml").write_text(f"id: {e.sid}\nname: [not closed\ncwd: /x\n")
+    with pytest.raises(ValueError, match=r"workspace.yaml is not YAML \(line 3\)"):
+        CP.parse_workspace((session_dir(bad, e.sid) / "workspace.yaml").read_bytes())
+    db = tmp_path / "bad.db"
+    report = imp(db, bad / ".copilot")
+    notes = [w for w in report.warnings if "workspace.yaml" in w]
+    assert len(notes) == 1 and "line 3" in notes[0] and "not closed" not in notes[0]
+    assert report.files_imported == 1
+    assert rows(db, "SELECT session_uuid, title FROM sessions") == [(e.sid, None)]  # (its cwd: the events')
+
+
 def test_shutdown_output_beyond_the_messages_is_counted_once(tmp_path):
     """A shutdown that reports more output than its messages carried (a message line lost) adds only
     the difference; one that reports less adds none."""

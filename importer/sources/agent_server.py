@@ -38,7 +38,6 @@ from __future__ import annotations
 import hashlib
 import sqlite3
 import zlib
-from contextlib import contextmanager
 from typing import Any, Iterator
 
 import orjson
@@ -47,7 +46,7 @@ from .. import parser as P
 from .. import rows as R
 from .. import vocabulary as V
 from ..tables import Table
-from ..units import Batch, Checkpoint, Container, Opened, Outcome, SessionInfo, SourceError, Unit
+from ..units import Batch, Checkpoint, Outcome, SessionInfo, SourceError, Unit
 from .base import Discovery, Scope, Source
 from . import readonly
 from .fs import FileSystem
@@ -138,45 +137,18 @@ def connect_readonly(path: str) -> sqlite3.Connection:
     return readonly.connect(path, READABLE_TABLES)
 
 
-def _index_copy(path: str) -> None:
-    """A copy made on another server has its tables without their indexes
-    (CREATE TABLE ... AS SELECT): add the ones the reads need. The copy is
-    this run's own temporary file, never the server's database."""
-    conn = sqlite3.connect(path, isolation_level=None)
-    try:
-        names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        for table, cols in (("events", "session_id, seq"), ("runs", "session_id"), ("interactions", "session_id"),
-                            ("files", "session_id")):
-            if table in names:
-                conn.execute(f"CREATE INDEX IF NOT EXISTS agentbase_{table} ON {table} ({cols})")
-    except sqlite3.Error as exc:
-        raise SourceError(f"cannot index the copy of the database: {exc}") from None
-    finally:
-        conn.close()
+# The indexes the reads need, added to a copy made on another server (CREATE TABLE ... AS SELECT:
+# its tables come without theirs).
+COPY_INDEXES = {"events": "session_id, seq", "runs": "session_id", "interactions": "session_id", "files": "session_id"}
 
 
-class Layout:
+class Layout(readonly.Layout):
     """The readable tables present and their columns (selected by name)."""
 
     def __init__(self, conn: sqlite3.Connection):
-        try:
-            names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-            self.columns = {t: {r[1] for r in conn.execute(f"PRAGMA table_info([{t}])")}
-                            for t in sorted(names & set(COPIED_TABLES))}
-        except sqlite3.Error as exc:
-            raise SourceError(f"cannot read the schema: {exc}") from None
+        super().__init__(conn, READABLE_TABLES)
         if not (self.has("sessions", "id") and self.has("events", "session_id", "seq", "type", "payload")):
             raise SourceError("not an agent-server database: no sessions and events tables")
-
-    def has(self, table: str, *columns: str) -> bool:
-        cols = self.columns.get(table)
-        return cols is not None and all(c in cols for c in columns)
-
-    def select(self, table: str, columns: tuple[str, ...], alias: str = "") -> str:
-        """The columns, those the table lacks as NULL."""
-        have = self.columns.get(table, set())
-        prefix = f"{alias}." if alias else ""
-        return ", ".join(f"{prefix}[{c}]" if c in have else f"NULL AS [{c}]" for c in columns)
 
 
 # ---------------------------------------------------------------------------
@@ -582,35 +554,15 @@ class RunRow:
 # Units
 
 
-class AgentServerDB(Container):
+class AgentServerDB(readonly.Database):
     """One ``agent.db``; its units are its sessions, and the server-wide tables."""
 
     session_type = "agent_server_db"
+    layout = Layout
 
-    def __init__(self, *args, scope: Scope, **kw):
-        super().__init__(*args, **kw)
-        self.scope = scope
-
-    @contextmanager
-    def open(self) -> Iterator[Opened]:
-        with self.fs.sqlite_copy(self.path, list(COPIED_TABLES)) as local:
-            if self.fs.remote:
-                _index_copy(local)
-            try:
-                conn = connect_readonly(local)
-            except SourceError as exc:
-                raise SourceError(str(exc).replace(local, self.path)) from None
-            try:
-                try:
-                    layout = Layout(conn)
-                    units = self._units(conn, layout)
-                except SourceError as exc:
-                    raise SourceError(f"{self.path}: {exc}") from None
-                except sqlite3.Error as exc:
-                    raise SourceError(f"{self.path}: cannot list the sessions: {exc}") from None
-                yield Opened(units)
-            finally:
-                conn.close()
+    def connect(self):
+        return readonly.connect_copy(self.fs, self.path, COPIED_TABLES, READABLE_TABLES, opener=connect_readonly,
+                                     indexes=COPY_INDEXES)
 
     def _units(self, conn: sqlite3.Connection, layout: Layout) -> list[Unit]:
         events = {sid: (last, count, newest) for sid, last, count, newest in conn.execute(
@@ -1109,16 +1061,7 @@ class AgentServerSource(Source):
             return True  # read again, and failed clearly, by the import
 
     def _container(self, fs: FileSystem, path: str, scope: Scope, out: Discovery, listed: tuple[int, int]):
-        if out.has(scope.server, path):
-            return None
-        token = readonly.with_wal(fs, path, listed, out)
-        if token is None:
-            return None
-        size, mtime = token
-        container = AgentServerDB(self, scope.server, SERVER_AGENT, path, fs.basename(path), size, mtime, fs=fs,
-                                  scope=scope)
-        out.add(container)
-        return container
+        return AgentServerDB.list_into(out, self, fs, path, scope, SERVER_AGENT, listed)
 
     # -- after the run, and stats ------------------------------------------------------
 

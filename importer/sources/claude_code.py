@@ -58,6 +58,7 @@ from .. import parser as P
 from .. import rows as R
 from .. import vocabulary as V
 from .reader import read_lines
+from ..schema import COUNTED_USAGE, USAGE_TOTALS
 from ..units import Batch, Checkpoint, Outcome, SessionInfo, Unit
 from .base import Discovery, Scope, Source
 from .fs import FileSystem
@@ -230,11 +231,7 @@ def to_block(block):
         return block
     t = block.get("type")
     if t == "tool_use":
-        out = {"type": "toolCall"}
-        for k, v in block.items():
-            if k != "type":
-                out["arguments" if k == "input" else k] = v
-        return out
+        return _renamed(block, "toolCall", "input", "arguments")
     if t == "thinking":
         return {("thinkingSignature" if k == "signature" else k): v for k, v in block.items()}
     if t == "redacted_thinking":
@@ -255,11 +252,7 @@ def from_block(block):
         return block
     t = block.get("type")
     if t == "toolCall":
-        out = {"type": "tool_use"}
-        for k, v in block.items():
-            if k != "type":
-                out["input" if k == "arguments" else k] = v
-        return out
+        return _renamed(block, "tool_use", "arguments", "input")
     if t == "thinking":
         if block.get("ccType") == "redacted_thinking":
             out = {"type": "redacted_thinking"}
@@ -270,6 +263,15 @@ def from_block(block):
         return {"type": "image", "source": {"type": "base64", "media_type": block.get("mimeType"),
                                             "data": block["data"]}}
     return block
+
+
+def _renamed(block: dict, type_: str, old: str, new: str) -> dict:
+    """``block`` as a ``type_`` block, its ``old`` field named ``new`` (every other field kept, in order)."""
+    out = {"type": type_}
+    for k, v in block.items():
+        if k != "type":
+            out[new if k == old else k] = v
+    return out
 
 
 def _canon(value) -> bytes:
@@ -1442,14 +1444,8 @@ class ClaudeCode(Source):
         store.executemany("UPDATE messages SET usage_counted = ? WHERE id = ?", changes)
         store.touch(touched)
         for session_id in sorted(touched):
-            agg = store.query(
-                "SELECT SUM(input_tokens * usage_counted), SUM(output_tokens * usage_counted), "
-                "SUM(cache_read_tokens * usage_counted), SUM(cache_write_tokens * usage_counted), "
-                "SUM(total_tokens * usage_counted), SUM(cost_usd * usage_counted) FROM messages WHERE session_id = ?",
-                (session_id,))[0]
-            store.update("sessions", session_id, {
-                "input_tokens": agg[0], "output_tokens": agg[1], "cache_read_tokens": agg[2],
-                "cache_write_tokens": agg[3], "total_tokens": agg[4], "cost_usd": agg[5]})
+            totals = store.tuples(f"SELECT {COUNTED_USAGE} FROM messages WHERE session_id = ?", (session_id,))[0]
+            store.update("sessions", session_id, dict(zip(USAGE_TOTALS, totals)))
 
     def extra_stats(self, store) -> dict:
         rows = store.query("SELECT COUNT(*) FROM sessions WHERE source = ? AND parent_session_uuid IS NOT NULL",

@@ -29,8 +29,9 @@ from .. import parser as P
 from .. import rows as R
 from .. import vocabulary as V
 from ..units import Batch, Checkpoint, NotATranscript, Outcome, SessionInfo, SourceError, Unit, file_token
+from . import claude_code
 from .base import Discovery, Scope, Source
-from .fs import FileSystem
+from .fs import FileSystem, folders
 
 KIND = "cline"
 AGENT = "cline"
@@ -84,20 +85,14 @@ def load_json(name: str, data: bytes):
 
 
 def to_block(block):
-    """One Anthropic content block in the archive's vocabulary: ``tool_use`` -> ``toolCall`` (``input`` ->
-    ``arguments``), ``thinking``'s ``signature`` -> ``thinkingSignature``, ``redacted_thinking`` -> a
-    redacted ``thinking``, a base64 ``image`` -> ``data``/``mimeType``; every other field kept."""
+    """One Anthropic content block in the archive's vocabulary, every other field kept: as Claude Code
+    reads its own (``claude_code.to_block``: ``tool_use`` -> ``toolCall``, ``input`` -> ``arguments``;
+    ``thinking``'s ``signature`` -> ``thinkingSignature``), but never to be turned back: a bare string
+    is a text block, a ``redacted_thinking`` a redacted ``thinking`` of no text, any base64 ``image``
+    (whatever else it holds) ``data``/``mimeType``."""
     if not isinstance(block, dict):
         return {"type": "text", "text": block} if isinstance(block, str) else block
     t = block.get("type")
-    if t == "tool_use":
-        out = {"type": "toolCall"}
-        for k, v in block.items():
-            if k != "type":
-                out["arguments" if k == "input" else k] = v
-        return out
-    if t == "thinking":
-        return {("thinkingSignature" if k == "signature" else k): v for k, v in block.items()}
     if t == "redacted_thinking":
         out = {"type": "thinking", "thinking": "", "redacted": True}
         out.update((k, v) for k, v in block.items() if k != "type")
@@ -106,7 +101,7 @@ def to_block(block):
         src = block["source"]
         if src.get("type") == "base64" and isinstance(src.get("data"), str):
             return {"type": "image", "data": src["data"], "mimeType": src.get("media_type")}
-    return block
+    return claude_code.to_block(block)
 
 
 def _blocks(content) -> list:
@@ -565,15 +560,7 @@ class Cline(Source):
 
     def default_paths(self, fs: FileSystem) -> list[str]:
         """Every candidate that exists (Cline's and Roo Code's, on each VS Code of the machine)."""
-        out = []
-        for path in self.candidates():
-            try:
-                found = fs.stat(fs.abspath(path))
-            except OSError:
-                found = None
-            if found is not None and found[0] == "dir":
-                out.append(path)
-        return out
+        return list(folders(fs, self.candidates()))
 
     # -- discovery ---------------------------------------------------------------------------------
 

@@ -55,7 +55,7 @@ from ..parser import ChunkResult, Entry, ParseState
 from .reader import read_lines
 from ..units import SessionInfo, Unit
 from .base import Discovery, Scope, Source
-from .fs import FileSystem
+from .fs import FileSystem, folders
 
 AGENT = "codex"
 HOME_NAMES = (".codex", "codex")
@@ -846,14 +846,8 @@ class CodexSource(Source):
 
     def default_paths(self, fs: FileSystem) -> list[str]:
         """``$CODEX_HOME`` (this machine's only), else ``~/.codex``: the first that exists."""
-        for path in (["~/.codex"] if fs.remote else self.candidates()):
-            try:
-                found = fs.stat(fs.abspath(path))
-            except OSError:
-                continue
-            if found is not None and found[0] == "dir":
-                return [path]
-        return []
+        first = next(folders(fs, ["~/.codex"] if fs.remote else self.candidates()), None)
+        return [first] if first is not None else []
 
     # -- discovery ---------------------------------------------------------------
 

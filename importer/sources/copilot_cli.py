@@ -32,6 +32,7 @@ import re
 from typing import Any
 
 import orjson
+import yaml
 
 from .. import parser as P
 from .. import rows as R
@@ -39,7 +40,7 @@ from .. import vocabulary as V
 from ..parser import ChunkResult, Entry, ParseState
 from ..units import Batch, Checkpoint, NotATranscript, Outcome, SessionInfo, SourceError, Unit, file_token
 from .base import Discovery, Scope, Source
-from .fs import FileSystem, entry_is_dir as _is_dir, entry_is_file as _is_file, listing as _listing
+from .fs import FileSystem, entry_is_dir as _is_dir, entry_is_file as _is_file, folders, listing as _listing
 from .reader import read_lines
 
 KIND = "copilot-cli"
@@ -107,29 +108,35 @@ def exit_code(text: str | None) -> int | None:
     return int(found[-1]) if found else None
 
 
+class _WorkspaceLoader(yaml.SafeLoader):
+    """YAML as ``workspace.yaml`` means it: ``true``/``false`` and ``null``/``~``/nothing are read,
+    every other plain value stays the text it is (a time, a count: ``created_at`` is compared as
+    written, and kept so in the session's header)."""
+
+    yaml_implicit_resolvers: dict = {}
+
+
+_WorkspaceLoader.add_implicit_resolver("tag:yaml.org,2002:bool", re.compile(r"^(?:true|false)$"), list("tf"))
+_WorkspaceLoader.add_implicit_resolver("tag:yaml.org,2002:null", re.compile(r"^(?:~|null|)$"), ["~", "n", ""])
+
+
 def parse_workspace(data: bytes) -> dict:
-    """``workspace.yaml``: flat ``key: value`` lines (strings, numbers, booleans as the CLI writes
-    them). A line that is not one is skipped; a quoted value is unquoted."""
-    out: dict[str, Any] = {}
-    for line in data.decode("utf-8", "replace").splitlines():
-        if not line or line[0] in " \t#-" or ":" not in line:
-            continue
-        key, _, value = line.partition(":")
-        value = value.strip()
-        if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
-            if value[0] == '"':
-                try:
-                    value = orjson.loads(value)
-                except orjson.JSONDecodeError:
-                    value = value[1:-1]
-            else:
-                value = value[1:-1].replace("''", "'")
-        elif value in ("true", "false"):
-            value = value == "true"
-        elif value in ("", "null", "~"):
-            value = None
-        out[key.strip()] = value
-    return out
+    """``workspace.yaml`` (PyYAML): the CLI's flat ``key: value`` mapping, each value a string, a
+    boolean or None (a nested value is None). A file that is not such YAML raises ValueError, which
+    says where, never what the file holds."""
+    try:
+        doc = yaml.load(data.decode("utf-8", "replace"), Loader=_WorkspaceLoader)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 1})" if mark is not None else ""
+        raise ValueError(f"{WORKSPACE_NAME} is not YAML{where}") from None
+    except RecursionError:
+        raise ValueError(f"{WORKSPACE_NAME} is nested too deeply") from None
+    if doc is None:
+        return {}
+    if not isinstance(doc, dict):
+        raise ValueError(f"{WORKSPACE_NAME} is not a mapping of keys to values")
+    return {k: v if isinstance(v, (str, bool, int, float)) else None for k, v in doc.items() if isinstance(k, str)}
 
 
 def looks_like_events(head: bytes) -> bool:
@@ -204,34 +211,13 @@ class EventsParser:
     # -- lines ------------------------------------------------------------------------
 
     def feed(self, data: bytes, final: bool = False) -> ChunkResult:
-        result = ChunkResult()
-        end = len(data)
-        start = result.consumed = P.complete_lines(data, lambda raw: self._line(raw, result), self.state)
-        if final and start < end and data[start:].strip():
-            # The unterminated tail: imported if already complete, but left unconsumed (and the
-            # state as it was), so the next run reads it again, with the same entry ids.
-            state = self.state
-            saved = (state.next_line, state.last_entry_id, orjson.dumps(state.extra), state.session_id)
-            before = len(result.entries)
-            if self._line(data[start:], result, pending=True):
-                state.next_line, state.last_entry_id = saved[0], saved[1]
-                state.extra = orjson.loads(saved[2])
-            else:
-                del result.entries[before:]
-                state.session_id = saved[3]
-                result.pending_lines += 1
-        return result
+        # (a tail taken is undone in state.extra too: it holds the tools started and the model)
+        return P.feed_lines(self.state, data, final, self._line, keep_extra=True)
 
     def _line(self, raw: bytes, result: ChunkResult, pending: bool = False) -> bool:
         state = self.state
-        index = state.next_line
-        state.next_line += 1
-        if raw[-1:] == b"\r":
-            raw = raw[:-1]
-        obj, raw = P.loads_line(raw)
-        if not isinstance(obj, dict):
-            if not pending:
-                result.bad_lines += 1
+        index, obj, raw = P.read_line(state, raw, result, pending)
+        if obj is None:
             return False
         etype = obj.get("type") if isinstance(obj.get("type"), str) else None
         data = obj.get("data") if isinstance(obj.get("data"), dict) else {}
@@ -537,7 +523,7 @@ class EventsFile(Unit):
         self.session_id = session_id
 
     def read(self, checkpoint):
-        ws = None
+        ws = note = None
         if self.workspace is not None:
             path, size, _mtime = self.workspace
             if size <= WORKSPACE_MAX:
@@ -546,12 +532,17 @@ class EventsFile(Unit):
                         ws = parse_workspace(f.read(WORKSPACE_MAX))
                 except OSError:
                     ws = None  # gone since the listing: the events still import
+                except ValueError as exc:
+                    note = f"{path}: {exc}: the session's name, folder and repository in it are not read"
         sid = self.session_id or (ws.get("id") if ws and isinstance(ws.get("id"), str) else None)
 
         def make(name, state):
             return EventsParser(name, state, sid, ws)
 
-        return (yield from read_lines(self, checkpoint, make))
+        outcome = yield from read_lines(self, checkpoint, make)
+        if note is not None:
+            outcome.warnings.append(note)
+        return outcome
 
 
 class HistoryFile(Unit):
@@ -613,14 +604,8 @@ class CopilotCliSource(Source):
         return out + ["~/.copilot"]
 
     def default_paths(self, fs: FileSystem) -> list[str]:
-        for path in (["~/.copilot"] if fs.remote else self.candidates()):
-            try:
-                found = fs.stat(fs.abspath(path))
-            except OSError:
-                continue
-            if found is not None and found[0] == "dir":
-                return [path]
-        return []
+        first = next(folders(fs, ["~/.copilot"] if fs.remote else self.candidates()), None)
+        return [first] if first is not None else []
 
     # -- discovery ------------------------------------------------------------------
 

@@ -27,12 +27,8 @@ read and how it maps to the archive.
 from __future__ import annotations
 
 import hashlib
-import os
 import re
-import shutil
 import sqlite3
-import tempfile
-from contextlib import contextmanager
 from typing import Any, Iterator
 
 import orjson
@@ -41,7 +37,7 @@ from .. import parser as P
 from .. import rows as R
 from .. import vocabulary as V
 from ..tables import Table
-from ..units import Batch, Checkpoint, Container, Opened, Outcome, SessionInfo, SourceError, Unit
+from ..units import Batch, Checkpoint, Outcome, SessionInfo, SourceError, Unit
 from . import readonly
 from .base import Discovery, Scope, Source
 from .fs import FileSystem
@@ -122,50 +118,14 @@ def spawning_call(session_id: str) -> str | None:
 # Opening the database
 
 
-@contextmanager
-def open_database(fs: FileSystem, path: str) -> Iterator[sqlite3.Connection]:
+def open_database(fs: FileSystem, path: str):
     """A read-only connection to the database at ``path`` allowed to read
-    :data:`READABLE_TABLES` only: in place (``mode=ro`` sees committed rows still in the
-    ``-wal``), else, where SQLite cannot open it so (a read-only folder without a usable
-    ``-shm``), from a private writable copy of the file and its ``-wal``."""
-    with fs.sqlite_copy(path, sorted(READABLE_TABLES)) as local:
-        tmp = None
-        if fs.remote:
-            _index_copy(local)
-        try:
-            try:
-                conn = readonly.connect(local, READABLE_TABLES)
-            except SourceError:
-                if fs.remote:
-                    raise
-                tmp = tempfile.mkdtemp(prefix="agentbase-crush-")
-                copy = os.path.join(tmp, "copy.db")
-                for suffix in ("", "-wal"):
-                    if suffix == "" or fs.stat(path + suffix) is not None:
-                        with fs.open(path + suffix) as src, open(copy + suffix, "wb") as dst:
-                            shutil.copyfileobj(src, dst)
-                conn = readonly.connect(copy, READABLE_TABLES)
-        except SourceError as exc:
-            raise SourceError(str(exc).replace(local, path)) from None
-        try:
-            yield conn
-        finally:
-            conn.close()
-            if tmp is not None:
-                shutil.rmtree(tmp, ignore_errors=True)
-
-
-def _index_copy(path: str) -> None:
-    """A copy made on another server has its tables without their indexes: add the one the
-    reads need. The copy is this run's own temporary file, never the server's database."""
-    conn = sqlite3.connect(path, isolation_level=None)
-    try:
-        if conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'messages'").fetchone():
-            conn.execute("CREATE INDEX IF NOT EXISTS agentbase_messages ON messages (session_id)")
-    except sqlite3.Error as exc:
-        raise SourceError(f"cannot index the copy of the database: {exc}") from None
-    finally:
-        conn.close()
+    :data:`READABLE_TABLES` only (a context manager): in place (``mode=ro`` sees committed rows
+    still in the ``-wal``), else, where SQLite cannot open it so (a read-only folder without a
+    usable ``-shm``), from a private writable copy of the file and its ``-wal``."""
+    # (a copy from another server gets the index the reads need)
+    return readonly.connect_copy(fs, path, READABLE_TABLES, READABLE_TABLES, indexes={"messages": "session_id"},
+                                 private_copy=True)
 
 
 class Layout(readonly.Layout):
@@ -184,29 +144,20 @@ MESSAGE_COLUMNS = ("id", "session_id", "role", "parts", "model", "provider", "cr
                    "finished_at", "is_summary_message")
 
 
-class CrushDB(Container):
+class CrushDB(readonly.Database):
     """One ``opencode.db`` / ``crush.db``; its units are its sessions."""
 
     session_type = "crush_db"
+    layout = Layout
 
-    def __init__(self, *args, scope: Scope, **kw):
+    def __init__(self, *args, **kw):
         super().__init__(*args, **kw)
-        self.scope = scope
         data_dir = self.fs.dirname(self.path)
         # The project is the folder the data folder sits in (opencode and Crush run there).
         self.cwd = self.fs.dirname(data_dir) if self.fs.basename(data_dir) in DB_NAMES.values() else None
 
-    @contextmanager
-    def open(self) -> Iterator[Opened]:
-        with open_database(self.fs, self.path) as conn:
-            try:
-                layout = Layout(conn)
-                units = self._units(conn, layout)
-            except SourceError as exc:
-                raise SourceError(f"{self.path}: {exc}") from None
-            except sqlite3.Error as exc:
-                raise SourceError(f"{self.path}: cannot list the sessions: {exc}") from None
-            yield Opened(units)
+    def connect(self):
+        return open_database(self.fs, self.path)
 
     def _units(self, conn: sqlite3.Connection, layout: Layout) -> list[Unit]:
         agent = self.scope.agent or KIND
@@ -433,9 +384,7 @@ class MessageParser:
             if kind == "text":
                 blocks.append({"type": "text", "text": R.text(data.get("text")) or ""})
             elif kind == "reasoning":
-                block = {"type": "thinking", "thinking": R.text(data.get("thinking")) or ""}
-                if data.get("signature"):
-                    block["thinkingSignature"] = data["signature"]
+                block = P.thinking_block(data.get("thinking"), data.get("signature"))
                 blocks.append({**{k: v for k, v in data.items() if k not in ("thinking", "signature")}, **block})
             elif kind == "tool_call":
                 raw_input = data.get("input")
@@ -592,16 +541,7 @@ class CrushSource(Source):
         return found
 
     def _container(self, fs: FileSystem, path: str, scope: Scope, out: Discovery, listed: tuple[int, int]):
-        if out.has(scope.server, path):
-            return None
-        token = readonly.with_wal(fs, path, listed, out)
-        if token is None:
-            return None
-        size, mtime = token
-        container = CrushDB(self, scope.server, scope.agent or KIND, path, fs.basename(path), size, mtime, fs=fs,
-                            scope=scope)
-        out.add(container)
-        return container
+        return CrushDB.list_into(out, self, fs, path, scope, scope.agent or KIND, listed)
 
     # -- after the run, and stats ------------------------------------------------------
 

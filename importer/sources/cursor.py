@@ -465,10 +465,7 @@ class StoreMessages:
             if kind == "text":
                 blocks.append({"type": "text", "text": R.text(part.get("text")) or ""})
             elif kind == "reasoning":
-                block = {"type": "thinking", "thinking": R.text(part.get("text")) or ""}
-                if part.get("signature"):
-                    block["thinkingSignature"] = part["signature"]
-                blocks.append(block)
+                blocks.append(P.thinking_block(part.get("text"), part.get("signature")))
             elif kind == "tool-call":
                 args = part.get("args", part.get("input"))
                 blocks.append({"type": "toolCall", "id": R.text(part.get("toolCallId")),

@@ -226,19 +226,20 @@ class FileSystem:
         kind = "dir" if stat_mod.S_ISDIR(st.st_mode) else "file" if stat_mod.S_ISREG(st.st_mode) else "other"
         return kind, st.st_size, st.st_mtime_ns
 
-    def is_dir(self, path: str) -> bool:
+    def kind_of(self, path: str) -> str | None:
+        """What :meth:`stat` says is at ``path`` ("file", "dir", "other"); None when nothing is there
+        or it cannot be looked at."""
         try:
             found = self.stat(path)
         except OSError:
-            return False
-        return found is not None and found[0] == "dir"
+            return None
+        return found[0] if found is not None else None
+
+    def is_dir(self, path: str) -> bool:
+        return self.kind_of(path) == "dir"
 
     def is_file(self, path: str) -> bool:
-        try:
-            found = self.stat(path)
-        except OSError:
-            return False
-        return found is not None and found[0] == "file"
+        return self.kind_of(path) == "file"
 
     def listdir(self, path: str) -> list[Listed] | None:
         """The folder's entries, in no particular order; None when it is not a
@@ -314,6 +315,36 @@ def listing(fs: FileSystem, path: str) -> list[Listed] | None:
         return fs.listdir(path)
     except OSError:
         return None
+
+
+def folders(fs: FileSystem, paths: list[str]) -> Iterator[str]:
+    """Those of ``paths`` (``~`` allowed) that are folders on ``fs``, in order: a kind's
+    ``default_paths`` among its candidates."""
+    for path in paths:
+        try:
+            full = fs.abspath(path)
+        except OSError:
+            continue
+        if fs.kind_of(full) == "dir":
+            yield path
+
+
+def files_in(fs: FileSystem, folder: str, wanted, out) -> list[tuple[str, str, int, int]]:
+    """The files of ``folder`` whose name ``wanted(name)`` accepts, by name: (path, name, size,
+    mtime_ns). A folder or file that cannot be looked at is said in ``out.errors`` (a Discovery's)."""
+    try:
+        entries = fs.listdir(folder) or []
+    except OSError as exc:
+        out.errors.append(f"cannot list {folder}: {exc.strerror or exc}")
+        return []
+    found = []
+    for e in sorted(entries, key=lambda e: e.name):
+        try:
+            if wanted(e.name) and e.is_file():
+                found.append((e.path, e.name, e.size, e.mtime_ns))
+        except OSError as exc:
+            out.errors.append(f"cannot stat {e.path}: {exc.strerror or exc}")
+    return found
 
 
 def entry_is_dir(entry: Listed) -> bool:

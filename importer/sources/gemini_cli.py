@@ -609,13 +609,8 @@ class ChatLineParser:
 
     def _line(self, raw: bytes, entries: list, result: P.ChunkResult) -> None:
         state = self.state
-        index = state.next_line
-        state.next_line += 1
-        if raw[-1:] == b"\r":
-            raw = raw[:-1]
-        obj, raw = P.loads_line(raw)
-        if not isinstance(obj, dict):
-            result.bad_lines += 1
+        index, obj, raw = P.read_line(state, raw, result)
+        if obj is None:
             return
         if index == 0 and isinstance(obj.get("sessionId"), str) and "type" not in obj and "$set" not in obj:
             state.header = obj

@@ -35,7 +35,7 @@ from .. import rows as R
 from .. import vocabulary as V
 from ..units import Batch, Checkpoint, NotATranscript, Outcome, SessionInfo, SourceError, Unit, file_token
 from .base import Discovery, Scope, Source
-from .fs import FileSystem
+from .fs import FileSystem, files_in
 
 KIND = "mini-openclaw"
 AGENT = KIND  # the agent of a file outside an app folder (no --agent)
@@ -680,19 +680,7 @@ class MiniOpenClaw(Source):
 
     @staticmethod
     def _json_files(fs: FileSystem, folder: str, out: Discovery) -> list[tuple]:
-        try:
-            entries = fs.listdir(folder) or []
-        except OSError as exc:
-            out.errors.append(f"cannot list {folder}: {exc.strerror or exc}")
-            return []
-        found = []
-        for e in sorted(entries, key=lambda e: e.name):
-            try:
-                if _wanted(e.name) and e.is_file():
-                    found.append((e.path, e.name, e.size, e.mtime_ns))
-            except OSError as exc:
-                out.errors.append(f"cannot stat {e.path}: {exc.strerror or exc}")
-        return found
+        return files_in(fs, folder, _wanted, out)
 
     # -- one file named on the command line -----------------------------------------
 

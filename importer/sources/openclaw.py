@@ -138,18 +138,19 @@ class IndexFile(Unit):
         return Outcome(Checkpoint(status="success", token=self.token, offset=self.size))
 
 
-class OpenClawJSONL(Source):
+class OpenClawKind(Source):
+    """What the OpenClaw kind's two sources (its JSONL files, its SQLite store) share: the kind,
+    its recorded costs, its shell tools, its copies and the session a file name claims."""
+
     kind = "openclaw"
     records_costs = True
     # exec runs a shell command ({"command"}); bash is its name in older releases (and pi's).
     # Not process: it polls, sends keys to or kills a background exec session ({"action",
     # "sessionId", "keys"?}) and has no command of its own (docs/sources.md).
     shell_tools = frozenset({"exec", "bash"})
-    name = "openclaw"
-    order = 20
 
     def session_type(self, name: str) -> str:
-        return "index" if name == INDEX_NAME else P.session_type_for(name)
+        return P.session_type_for(name)
 
     def is_copy(self, name: str) -> bool:
         return P.is_copy(name)
@@ -159,6 +160,14 @@ class OpenClawJSONL(Source):
 
     def not_this_kind(self) -> str:
         return "not an OpenClaw transcript: no session header and no known entry type"
+
+
+class OpenClawJSONL(OpenClawKind):
+    name = "openclaw"
+    order = 20
+
+    def session_type(self, name: str) -> str:
+        return "index" if name == INDEX_NAME else P.session_type_for(name)
 
     def candidates(self) -> list[str]:
         return ["~/" + name for name in STATE_DIR_NAMES]

@@ -25,12 +25,12 @@ import itertools
 import logging
 from contextlib import contextmanager
 
-from . import openclaw_db
+from . import openclaw_db, readonly
 from .. import parser as P
 from ..units import Batch, Checkpoint, Container, Opened, Outcome, SourceError, Unit
-from .base import Discovery, Scope, Source
+from .base import Discovery, Scope
 from .fs import FileSystem
-from .openclaw import IMPORT_ARCHIVE_DIR, OpenClawJSONL, TranscriptFile, claimed_session, state_agents_dir
+from .openclaw import IMPORT_ARCHIVE_DIR, OpenClawKind, TranscriptFile, state_agents_dir
 
 log = logging.getLogger("agentbase")
 
@@ -54,38 +54,32 @@ class AgentStore(Container):
 
     @contextmanager
     def open(self):
-        with self.fs.sqlite_copy(self.path, copied_tables()) as local:
+        with readonly.connect_copy(self.fs, self.path, copied_tables(), openclaw_db.READABLE_TABLES,
+                                   opener=openclaw_db.connect_readonly) as conn:
             try:
-                conn = openclaw_db.connect_readonly(local)
+                layout = openclaw_db.detect_layout(conn)
+                sessions = openclaw_db.session_units(conn, layout)
+                archives = openclaw_db.transcript_archives(conn, layout)
             except openclaw_db.SourceError as exc:
-                raise SourceError(str(exc).replace(local, self.path)) from None
-            try:
+                raise SourceError(f"{self.path}: {exc}") from None
+            warnings = []
+            if layout.kind == "events":
+                warnings.append(f"{self.path}: transcripts without a known session table "
+                                f"(schema {layout.user_version}): metadata not read")
+            # The store is as new as its last write (its listing includes the
+            # -wal): a session it holds outranks the JSONL files it was
+            # migrated from (their last write came before).
+            units: list[Unit] = [StoreSession(self, conn, layout, s, self.mtime_ns) for s in sessions]
+            units += [StoreArchive(self, conn, a) for a in archives]
+
+            def metadata() -> dict:
                 try:
-                    layout = openclaw_db.detect_layout(conn)
-                    sessions = openclaw_db.session_units(conn, layout)
-                    archives = openclaw_db.transcript_archives(conn, layout)
+                    return openclaw_db.session_metadata(conn, layout)
                 except openclaw_db.SourceError as exc:
-                    raise SourceError(f"{self.path}: {exc}") from None
-                warnings = []
-                if layout.kind == "events":
-                    warnings.append(f"{self.path}: transcripts without a known session table "
-                                    f"(schema {layout.user_version}): metadata not read")
-                # The store is as new as its last write (its listing includes the
-                # -wal): a session it holds outranks the JSONL files it was
-                # migrated from (their last write came before).
-                units: list[Unit] = [StoreSession(self, conn, layout, s, self.mtime_ns) for s in sessions]
-                units += [StoreArchive(self, conn, a) for a in archives]
+                    warnings.append(f"{self.path}: {exc}")
+                    return {}
 
-                def metadata() -> dict:
-                    try:
-                        return openclaw_db.session_metadata(conn, layout)
-                    except openclaw_db.SourceError as exc:
-                        warnings.append(f"{self.path}: {exc}")
-                        return {}
-
-                yield Opened(units, metadata, warnings)
-            finally:
-                conn.close()
+            yield Opened(units, metadata, warnings)
 
 
 def _generation_hash(generation: str | None) -> str:
@@ -199,24 +193,9 @@ STORE_FIELDS = ("session_key", "label", "display_name", "channel", "chat_type", 
                 "previous_session_id", "status", "ended_at", "model_provider", "model", "archived_at")
 
 
-class OpenClawStore(Source):
-    kind = "openclaw"
-    records_costs = True
-    shell_tools = OpenClawJSONL.shell_tools  # the same kind: one list
+class OpenClawStore(OpenClawKind):
     name = "openclaw-store"
     order = 30
-
-    def session_type(self, name: str) -> str:
-        return P.session_type_for(name)
-
-    def is_copy(self, name: str) -> bool:
-        return P.is_copy(name)
-
-    def claimed_session(self, name: str) -> str | None:
-        return claimed_session(name)
-
-    def not_this_kind(self) -> str:
-        return "not an OpenClaw transcript: no session header and no known entry type"
 
     # -- discovery ---------------------------------------------------------------
 

@@ -32,19 +32,17 @@ from __future__ import annotations
 import hashlib
 import re
 import sqlite3
-from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any
 
 import orjson
 
 from .. import parser as P
 from .. import rows as R
 from .. import vocabulary as V
-from ..units import (Batch, Checkpoint, Container, NotATranscript, Opened, Outcome, SessionInfo, SourceError, Unit,
-                     file_token)
+from ..units import Batch, Checkpoint, NotATranscript, Outcome, SessionInfo, SourceError, Unit, file_token
 from . import readonly
 from .base import Discovery, Scope, Source
-from .fs import FileSystem
+from .fs import FileSystem, files_in
 
 KIND = "opencode"
 AGENT = "opencode"
@@ -355,26 +353,14 @@ SESSION_COLUMNS = ("id", "project_id", "parent_id", "slug", "directory", "title"
                    "time_updated", "time_archived", "agent", "model")
 
 
-class OpencodeDB(Container):
+class OpencodeDB(readonly.Database):
     """One ``opencode.db``; its units are its sessions."""
 
     session_type = "opencode_db"
+    layout = Layout
 
-    def __init__(self, *args, scope: Scope, **kw):
-        super().__init__(*args, **kw)
-        self.scope = scope
-
-    @contextmanager
-    def open(self) -> Iterator[Opened]:
-        with readonly.connect_copy(self.fs, self.path, READ_TABLES, READABLE) as conn:
-            try:
-                layout = Layout(conn)
-                units = self._units(conn, layout)
-            except SourceError as exc:
-                raise SourceError(f"{self.path}: {exc}") from None
-            except sqlite3.Error as exc:
-                raise SourceError(f"{self.path}: cannot list the sessions: {exc}") from None
-            yield Opened(units)
+    def connect(self):
+        return readonly.connect_copy(self.fs, self.path, READ_TABLES, READABLE)
 
     def _units(self, conn: sqlite3.Connection, layout: Layout) -> list[Unit]:
         agent = self.scope.agent or AGENT
@@ -488,28 +474,32 @@ class SessionUnit(Unit):
         by_message: dict[str, list[Item]] = {}
         watermark = R.integer(state.get("w")) or 0 if after else 0
         bad = events = read = 0
-        for pid, mid, updated, data in self._query(
-                f"SELECT id, message_id, {pupd}, data FROM part WHERE {pwhere} ORDER BY message_id, id", pparams):
+
+        def load(updated, data) -> dict | None:
+            """A row's data as the JSON object it holds (None, counted bad, when it holds none); the
+            row, its bytes and its time_updated counted."""
+            nonlocal bad, events, read, watermark
             events += 1
             raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else bytes(data or b"")
             read += len(raw)
             watermark = max(watermark, R.integer(updated) or 0)
             obj = _load(raw)
-            if not isinstance(obj, dict):
-                bad += 1
-                continue
-            by_message.setdefault(mid, []).append(Item(pid, {"id": pid, "messageID": mid, "sessionID": self.sid,
-                                                             **obj}))
+            if isinstance(obj, dict):
+                return obj
+            bad += 1
+            return None
+
+        for pid, mid, updated, data in self._query(
+                f"SELECT id, message_id, {pupd}, data FROM part WHERE {pwhere} ORDER BY message_id, id", pparams):
+            obj = load(updated, data)
+            if obj is not None:
+                by_message.setdefault(mid, []).append(Item(pid, {"id": pid, "messageID": mid, "sessionID": self.sid,
+                                                                 **obj}))
         last = before = None
         seq_before = parser.seq
         for mid, updated, data in msgs:
-            events += 1
-            raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else bytes(data or b"")
-            read += len(raw)
-            watermark = max(watermark, R.integer(updated) or 0)
-            obj = _load(raw)
-            if not isinstance(obj, dict):
-                bad += 1
+            obj = load(updated, data)
+            if obj is None:
                 continue
             last, before, seq_before = mid, parser.tail, parser.seq
             parser.message(Item(mid, {"id": mid, "sessionID": self.sid, **obj}), by_message.get(mid, []))
@@ -636,19 +626,7 @@ class NotOurs(Unit):
 
 
 def _json_files(fs: FileSystem, folder: str, prefix: str, out: Discovery) -> list[tuple[str, str, int, int]]:
-    try:
-        entries = fs.listdir(folder) or []
-    except OSError as exc:
-        out.errors.append(f"cannot list {folder}: {exc.strerror or exc}")
-        return []
-    found = []
-    for e in sorted(entries, key=lambda e: e.name):
-        try:
-            if e.name.startswith(prefix) and e.name.endswith(".json") and e.is_file():
-                found.append((e.path, e.name, e.size, e.mtime_ns))
-        except OSError as exc:
-            out.errors.append(f"cannot stat {e.path}: {exc.strerror or exc}")
-    return found
+    return files_in(fs, folder, lambda name: name.startswith(prefix) and name.endswith(".json"), out)
 
 
 class OpencodeSource(Source):
@@ -720,16 +698,7 @@ class OpencodeSource(Source):
         return head.startswith(SQLITE_MAGIC) and not any(m in head for m in OTHER_DB_MARKERS)
 
     def _container(self, fs: FileSystem, path: str, scope: Scope, out: Discovery, listed: tuple[int, int]):
-        if out.has(scope.server, path):
-            return None
-        token = readonly.with_wal(fs, path, listed, out)
-        if token is None:
-            return None
-        size, mtime = token
-        container = OpencodeDB(self, scope.server, scope.agent or AGENT, path, fs.basename(path), size, mtime, fs=fs,
-                               scope=scope)
-        out.add(container)
-        return container
+        return OpencodeDB.list_into(out, self, fs, path, scope, scope.agent or AGENT, listed)
 
     def _storage(self, fs: FileSystem, storage: str, scope: Scope, out: Discovery) -> None:
         agent = scope.agent or AGENT

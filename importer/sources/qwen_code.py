@@ -38,7 +38,7 @@ from ..parser import ChunkResult, Entry, ParseState
 from ..units import Batch, Checkpoint, NotATranscript, Outcome, SessionInfo, SourceError, Unit
 from . import gemini_cli as G
 from .base import Discovery, Scope, Source
-from .fs import FileSystem, entry_is_dir as _is_dir, listing as _listing
+from .fs import FileSystem, entry_is_dir as _is_dir, folders, listing as _listing
 from .reader import read_lines
 
 KIND = "qwen-code"
@@ -278,20 +278,7 @@ class ChatParser:
         self.extra = self.state.extra
 
     def feed(self, data: bytes, final: bool = False) -> ChunkResult:
-        result = ChunkResult()
-        end = len(data)
-        start = result.consumed = P.complete_lines(data, lambda raw: self._line(raw, result), self.state)
-        if final and start < end and data[start:].strip():
-            # The unterminated tail: imported when it is already a whole JSON object, but left
-            # unconsumed; the next run reads it again (same ids: the writer skips what it has).
-            saved = (self.state.next_line, self.state.last_entry_id)
-            before = len(result.entries)
-            if self._line(data[start:], result, pending=True):
-                self.state.next_line, self.state.last_entry_id = saved
-            else:
-                del result.entries[before:]
-                result.pending_lines += 1
-        return result
+        return P.feed_lines(self.state, data, final, self._line)
 
     def sessions(self) -> dict:
         sid = self.state.session_id
@@ -302,14 +289,8 @@ class ChatParser:
 
     def _line(self, raw: bytes, result: ChunkResult, pending: bool = False) -> bool:
         st = self.state
-        index = st.next_line
-        st.next_line += 1
-        if raw[-1:] == b"\r":
-            raw = raw[:-1]
-        obj, raw = P.loads_line(raw)
-        if not isinstance(obj, dict):
-            if not pending:
-                result.bad_lines += 1
+        index, obj, raw = P.read_line(st, raw, result, pending)
+        if obj is None:
             return False
         if st.session_id is None:
             st.session_id = _id(obj.get("sessionId")) or P.session_id_from_name(self.file_name)
@@ -626,14 +607,8 @@ class QwenCodeSource(Source):
         return ["~/.qwen"]
 
     def default_paths(self, fs: FileSystem) -> list[str]:
-        for path in self.candidates():
-            try:
-                found = fs.stat(fs.abspath(path))
-            except OSError:
-                continue
-            if found is not None and found[0] == "dir":
-                return [path]
-        return []
+        first = next(folders(fs, self.candidates()), None)
+        return [first] if first is not None else []
 
     def session_type(self, name: str) -> str:
         return "checkpoint" if is_checkpoint_name(name) else "normal"

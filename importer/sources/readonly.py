@@ -1,6 +1,7 @@
 """Opening a source's SQLite database read-only, with an authorizer: the one
 opener of every kind that reads a live database (OpenClaw's store, the
-agent-server's ``agent.db``). A helper of the kinds.
+agent-server's ``agent.db``, Crush's and OpenCode's databases, ...), and
+:class:`Database`, such a database as a container of units. A helper of the kinds.
 
 The connection may read only the tables its kind names: every other table
 (the credential tables first: OpenClaw's ``auth_profile_*``, the
@@ -19,12 +20,14 @@ SQLite cannot open read-only in place (a read-only folder without its
 from __future__ import annotations
 
 import os
+import shutil
 import sqlite3
+import tempfile
 import urllib.parse
 from contextlib import contextmanager
 from typing import Callable, Iterator
 
-from ..units import SourceError
+from ..units import Container, Opened, SourceError, Unit
 
 BUSY_TIMEOUT_S = 10.0
 # Every readable database also lets its schema be read.
@@ -76,19 +79,44 @@ def connect(path: str | os.PathLike, readable: frozenset[str], timeout: float | 
 
 
 @contextmanager
-def connect_copy(fs, path: str, tables, readable: frozenset[str]) -> Iterator[sqlite3.Connection]:
+def connect_copy(fs, path: str, tables, readable: frozenset[str], *,
+                 opener: Callable[[str], sqlite3.Connection] | None = None,
+                 indexes: dict[str, str] | None = None, private_copy: bool = False) -> Iterator[sqlite3.Connection]:
     """``connect`` to ``fs.sqlite_copy`` of the database at ``path`` (its ``tables``: the file itself
     on this machine, a consistent copy from another server): errors name ``path``, never the copy;
-    the connection is closed on leaving."""
+    the connection is closed on leaving.
+
+    ``opener``: the kind's own ``connect`` of a path (``readable`` already in it); ``indexes``: table ->
+    columns of the indexes the kind's reads need, added to a copy from another server (which has its
+    tables without their indexes); ``private_copy``: a database of this machine that SQLite cannot open
+    read-only in place (a read-only folder with a ``-wal`` but no usable ``-shm``) is read from a
+    private writable copy of the file and its ``-wal``."""
+    open_path = opener or (lambda local: connect(local, readable))
     with fs.sqlite_copy(path, sorted(tables)) as local:
+        if indexes and fs.remote:
+            _index_copy(local, indexes)
+        tmp = None
         try:
-            conn = connect(local, readable)
+            try:
+                conn = open_path(local)
+            except SourceError:
+                if not private_copy or fs.remote:
+                    raise
+                tmp = tempfile.mkdtemp(prefix="agentbase-readonly-")
+                copy = os.path.join(tmp, "copy.db")
+                for suffix in ("", "-wal"):
+                    if suffix == "" or fs.stat(path + suffix) is not None:
+                        with fs.open(path + suffix) as src, open(copy + suffix, "wb") as dst:
+                            shutil.copyfileobj(src, dst)
+                conn = open_path(copy)
         except SourceError as exc:
             raise SourceError(str(exc).replace(local, path)) from None
         try:
             yield conn
         finally:
             conn.close()
+            if tmp is not None:
+                shutil.rmtree(tmp, ignore_errors=True)
 
 
 def with_wal(fs, path: str, listed: tuple[int, int], out) -> tuple[int, int] | None:
@@ -126,6 +154,67 @@ class Layout:
         have = self.columns.get(table, set())
         prefix = f"{alias}." if alias else ""
         return ", ".join(f"{prefix}[{c}]" if c in have else f"NULL AS [{c}]" for c in columns)
+
+
+def _index_copy(path: str, indexes: dict[str, str]) -> None:
+    """Add ``indexes`` (table -> columns) to the tables a copy has: the copy is this run's own
+    temporary file, never the server's database."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    try:
+        names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        for table, cols in indexes.items():
+            if table in names:
+                conn.execute(f"CREATE INDEX IF NOT EXISTS agentbase_{table} ON {table} ({cols})")
+    except sqlite3.Error as exc:
+        raise SourceError(f"cannot index the copy of the database: {exc}") from None
+    finally:
+        conn.close()
+
+
+class Database(Container):
+    """A source's SQLite database as a container: its units are listed (:meth:`_units`) from one
+    read-only connection (:meth:`connect`) once its kind's :attr:`layout` has checked the schema;
+    what goes wrong is one :class:`SourceError` naming the database."""
+
+    layout: type[Layout]
+
+    def __init__(self, *args, scope, **kw):
+        super().__init__(*args, **kw)
+        self.scope = scope
+
+    @classmethod
+    def list_into(cls, out, source, fs, path: str, scope, agent: str, listed: tuple[int, int]) -> "Database | None":
+        """The database at ``path`` listed into ``out`` (a ``Discovery``) as ``agent``'s, its change token
+        its ``-wal``'s too (:func:`with_wal`); None when it is listed already or its ``-wal`` cannot be
+        looked at."""
+        if out.has(scope.server, path):
+            return None
+        token = with_wal(fs, path, listed, out)
+        if token is None:
+            return None
+        size, mtime = token
+        container = cls(source, scope.server, agent, path, fs.basename(path), size, mtime, fs=fs, scope=scope)
+        out.add(container)
+        return container
+
+    def connect(self):
+        """A context manager giving the connection the units are listed and read from."""
+        raise NotImplementedError
+
+    def _units(self, conn: sqlite3.Connection, layout: Layout) -> list[Unit]:
+        raise NotImplementedError
+
+    @contextmanager
+    def open(self) -> Iterator[Opened]:
+        with self.connect() as conn:
+            try:
+                layout = self.layout(conn)
+                units = self._units(conn, layout)
+            except SourceError as exc:
+                raise SourceError(f"{self.path}: {exc}") from None
+            except sqlite3.Error as exc:
+                raise SourceError(f"{self.path}: cannot list the sessions: {exc}") from None
+            yield Opened(units)
 
 
 def _open(uri: str, timeout: float, check: Callable[..., int]) -> sqlite3.Connection:

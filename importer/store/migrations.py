@@ -6,7 +6,7 @@ handed)."""
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, Protocol, Sequence
+from typing import Any, Callable, Iterable, Iterator, Protocol, Sequence
 
 from .. import declared, schema
 from .dialects import Dialect
@@ -25,6 +25,18 @@ class Migrating(Protocol):
     def tables(self) -> set[str]: ...
     def columns(self, table: str) -> list[str]: ...
     def ensure_columns(self, table: str, names: Sequence[str]) -> None: ...
+
+
+def _pages(store: Migrating, select: str, size: int = 2000) -> Iterator[list[tuple]]:
+    """The rows of ``select`` (``SELECT id, ... WHERE ...``), ``size`` at a time in id order: each
+    page is asked for once the one before has been dealt with (its updates made)."""
+    last = 0
+    while True:
+        rows = store.tuples(f"{select} AND id > ? ORDER BY id LIMIT {size}", (last,))
+        if not rows:
+            return
+        last = rows[-1][0]
+        yield rows
 
 
 def _migration_initial(store: Migrating) -> None:
@@ -73,13 +85,7 @@ def _migration_sources(store: Migrating) -> None:
 
     from .. import parser as P
 
-    last = 0
-    while True:
-        rows = store.tuples("SELECT id, raw_json FROM messages WHERE role = 'toolResult' AND id > ? "
-                            "ORDER BY id LIMIT 2000", (last,))
-        if not rows:
-            break
-        last = rows[-1][0]
+    for rows in _pages(store, "SELECT id, raw_json FROM messages WHERE role = 'toolResult'"):
         updates = []
         for row_id, raw in rows:
             try:
@@ -217,13 +223,8 @@ def _migration_vocabulary(store: Migrating) -> None:
     store.execute(f"UPDATE messages SET native_role = 'token_count', role = 'assistant' "
                   f"WHERE source = 'codex' AND role = 'usage' AND {todo}")
     # Codex's calls and outputs: the response item's type is the kind's word.
-    last = 0
-    while True:
-        rows = store.tuples(f"SELECT id, raw_json FROM messages WHERE source = 'codex' AND role IN "
-                            f"('toolCall', 'toolResult') AND {todo} AND id > ? ORDER BY id LIMIT 2000", (last,))
-        if not rows:
-            break
-        last = rows[-1][0]
+    for rows in _pages(store, f"SELECT id, raw_json FROM messages WHERE source = 'codex' AND role IN "
+                              f"('toolCall', 'toolResult') AND {todo}"):
         updates = []
         for row_id, raw in rows:
             try:
