@@ -27,7 +27,9 @@ snapshot with a real `agentbase serve` on a free loopback port and prints the me
     existed, when added in place).
 
 Usage: python3 bench/explorer_bench.py [--messages 1000000] [--size-mb 120] [--repeat 7] [--workdir DIR]
-With --workdir the snapshot is kept and reused by the next run (delete the folder to rebuild).
+With --workdir the snapshot is kept and reused by the next run (delete the folder to rebuild), and so is
+the replicated store it was exported from (archive.db): a snapshot of another format is exported again
+from it (the export's time printed), without generating and importing again.
 """
 
 from __future__ import annotations
@@ -122,26 +124,33 @@ def reusable(snapshot: Path) -> bool:
     return bool(row) and row[0] == str(SNAPSHOT_FORMAT)
 
 
-def build(work: Path, messages: int, size_mb: float, seed: int) -> Path:
+def build(work: Path, messages: int, size_mb: float, seed: int, keep_archive: bool = False) -> Path:
     snapshot = work / "snapshot.db"
     if snapshot.exists() and reusable(snapshot):
         print(f"reusing {snapshot}", flush=True)
         return snapshot
     archive = work / "archive.db"
-    for leftover in (archive, work / "tree", work / "long"):
-        if leftover.is_dir():
-            shutil.rmtree(leftover)
-        elif leftover.exists():
-            leftover.unlink()
+    complete = work / "archive.complete"  # the replicated store, kept by a former run (--workdir)
     started = time.perf_counter()
-    print(f"generating a {size_mb:.0f} MB tree and a {LONG_SESSION_MESSAGES:,}-message session ...", flush=True)
-    trees.generate_tree(str(work / "tree"), target_bytes=int(size_mb * 2**20), seed=seed)
-    long_count = long_session_tree(work / "long", seed)
-    print(f"  long session: {long_count:,} messages; importing ...", flush=True)
-    run([sys.executable, "-m", "importer", "import", str(work / "tree"), "--db", f"sqlite:///{archive}", "-q"])
-    run([sys.executable, "-m", "importer", "import", str(work / "long"), "--db", f"sqlite:///{archive}", "-q"])
-    print(f"  replicating to {messages:,} messages ...", flush=True)
-    total = replicate(archive, messages)
+    if archive.exists() and complete.exists():
+        total = int(complete.read_text())
+        print(f"reusing the store {archive} ({total:,} messages): exporting it again", flush=True)
+    else:
+        for leftover in (archive, complete, work / "tree", work / "long"):
+            if leftover.is_dir():
+                shutil.rmtree(leftover)
+            elif leftover.exists():
+                leftover.unlink()
+        print(f"generating a {size_mb:.0f} MB tree and a {LONG_SESSION_MESSAGES:,}-message session ...", flush=True)
+        trees.generate_tree(str(work / "tree"), target_bytes=int(size_mb * 2**20), seed=seed)
+        long_count = long_session_tree(work / "long", seed)
+        print(f"  long session: {long_count:,} messages; importing ...", flush=True)
+        run([sys.executable, "-m", "importer", "import", str(work / "tree"), "--db", f"sqlite:///{archive}", "-q"])
+        run([sys.executable, "-m", "importer", "import", str(work / "long"), "--db", f"sqlite:///{archive}", "-q"])
+        print(f"  replicating to {messages:,} messages ...", flush=True)
+        total = replicate(archive, messages)
+        if keep_archive:
+            complete.write_text(str(total))
     print(f"  exporting {total:,} messages ...", flush=True)
     store = open_store(f"sqlite:///{archive}")
     refresh = derived.refresh_session_list
@@ -152,9 +161,11 @@ def build(work: Path, messages: int, size_mb: float, seed: int) -> Path:
     finally:
         derived.refresh_session_list = refresh
         store.close()
-    archive.unlink()
+    if not keep_archive:
+        archive.unlink()
     shutil.rmtree(work / "tree", ignore_errors=True)
     print(f"  {report.summary()}; built in {time.perf_counter() - started:.0f} s", flush=True)
+    print(f"  export: {report.elapsed_s:.1f} s for {total:,} messages", flush=True)
     return snapshot
 
 
@@ -260,7 +271,7 @@ def main() -> None:
     work = Path(args.workdir or tempfile.mkdtemp(prefix="agentbase-explorer-bench-"))
     work.mkdir(parents=True, exist_ok=True)
     try:
-        snapshot = build(work, args.messages, args.size_mb, args.seed)
+        snapshot = build(work, args.messages, args.size_mb, args.seed, keep_archive=bool(args.workdir))
         conn = sqlite3.connect(f"file:{snapshot}?mode=ro", uri=True)
         total = conn.execute("SELECT COUNT(*) FROM messages").fetchone()[0]
         long_id, long_count = conn.execute(
