@@ -326,8 +326,10 @@ def test_the_message_search_pages_past_100_with_a_total_and_a_relevance(site):
 def test_a_narrow_filter_finds_its_session_beyond_the_best_of_the_whole_index(conn, names, monkeypatch):
     # the best few of the whole index are all another agent's: the filter's own matches are ranked then
     monkeypatch.setattr(S, "CANDIDATES", 10)
-    assert found(conn, names, "armadillo OR quokka agent:ops") == ["reader"]
-    assert found(conn, names, "armadillo OR quokka", server=["alpha"]) == ["runner"]
+    for narrow in (S.NARROW_MESSAGES, 0):  # the filter's sessions' messages as candidates, or the index's newest
+        monkeypatch.setattr(S, "NARROW_MESSAGES", narrow)
+        assert found(conn, names, "armadillo OR quokka agent:ops") == ["reader"]
+        assert found(conn, names, "armadillo OR quokka", server=["alpha"]) == ["runner"]
     result = S.search(conn, "armadillo")
     assert not result["count_exact"] and result["sessions"][0]["matches"] == 10
     assert not result["sessions"][0]["matches_exact"]
