@@ -335,11 +335,11 @@ def _message_hits(conn, expr: str, where: str, params: list, allowed: set[int] |
     were more. With filters (``allowed``: the sessions they select): the best of the whole index kept
     when enough of them pass, else every match the filters select ranked (a narrow filter). Either
     way among the newest RANKED matches (search.newest_matches: of those the filters select)."""
-    sql = ("WITH best AS MATERIALIZED (SELECT rowid AS id, bm25(messages_fts) AS rank FROM messages_fts "
-           f"WHERE messages_fts MATCH ? AND {newest_matches('messages_fts', 'rowid')} ORDER BY rank LIMIT ?) "
+    sql = (f"WITH newest AS MATERIALIZED ({newest_matches('messages_fts')}), "
+           "best AS MATERIALIZED (SELECT id, rank FROM newest ORDER BY rank LIMIT ?) "
            "SELECT b.id, b.rank, m.session_id, m.role, m.is_context, m.timestamp, (SELECT COUNT(*) FROM best) "
            "FROM best b JOIN messages m ON m.id = b.id WHERE m.usage_counted = 1 ORDER BY b.rank")
-    rows = conn.execute(sql, [expr, expr, CANDIDATES + 1]).fetchall()
+    rows = conn.execute(sql, [expr, CANDIDATES + 1]).fetchall()
     more = bool(rows) and rows[0][6] > CANDIDATES
     if allowed is not None:
         kept = [r for r in rows if r[2] in allowed]
@@ -350,13 +350,11 @@ def _message_hits(conn, expr: str, where: str, params: list, allowed: set[int] |
             joins = (f"JOIN messages m {_scope(conn)} ON m.id = f.rowid "
                      "JOIN session_list s ON s.id = m.session_id")
             passes = f"m.usage_counted = 1 AND {where}"
-            sql = ("WITH best AS MATERIALIZED (SELECT f.rowid AS id, bm25(messages_fts) AS rank "
-                   f"FROM messages_fts f {joins} WHERE messages_fts MATCH ? AND {passes} "
-                   f"AND {newest_matches('messages_fts', 'f.rowid', joins=joins, where=passes)} "
-                   "ORDER BY rank LIMIT ?) "
+            sql = (f"WITH newest AS MATERIALIZED ({newest_matches('messages_fts', joins=joins, where=passes)}), "
+                   "best AS MATERIALIZED (SELECT id, rank FROM newest ORDER BY rank LIMIT ?) "
                    "SELECT b.id, b.rank, m.session_id, m.role, m.is_context, m.timestamp "
                    "FROM best b JOIN messages m ON m.id = b.id ORDER BY b.rank")
-            kept = conn.execute(sql, [expr, *params, expr, *params, CANDIDATES + 1]).fetchall()
+            kept = conn.execute(sql, [expr, *params, CANDIDATES + 1]).fetchall()
             more = len(kept) > CANDIDATES
         rows = kept
     return [Hit(r[0], r[2], -r[1] * _weight(r[3], r[4]), r[5]) for r in rows[:CANDIDATES]], more

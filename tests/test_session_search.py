@@ -377,10 +377,11 @@ def test_a_prefix_is_read_as_the_terms_it_starts(conn, names, monkeypatch):
 
 
 def test_the_message_search_ranks_the_same_newest_matches():
-    """metadata.yml's search query says RANKED as a literal (its SQL calls no Python but agentbase_fts)."""
+    """metadata.yml's search query says RANKED as a literal, for its newest matches with and without a
+    filter (its SQL calls no Python but agentbase_fts)."""
     from importer import search, shape
 
     sql = (Path(__file__).resolve().parents[1] / "metadata.yml").read_text(encoding="utf-8")
     query = sql[sql.index("      search:"):]
-    assert query.count(f"OFFSET {search.RANKED - 1}") == 2 and "OFFSET 19999" in query
+    assert query.count(f"THEN {search.RANKED} ELSE 0 END") == 1 and query.count(f"ELSE {search.RANKED} END") == 1
     assert f"INDEXED BY {shape.MESSAGE_SCOPE_INDEX}" in query
