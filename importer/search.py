@@ -14,6 +14,13 @@ everything else as ``unicode61`` words. :func:`fts_query` turns what a user
 types into the matching FTS5 query: every term becomes a phrase of the same
 tokens, so 部署, 服务器, ``rm -rf`` and ``/var/log`` all match where they occur.
 
+A query that matches many messages is ranked among its newest matches (:data:`RANKED`,
+:func:`newest_matches`, read newest first in rowid order): FTS5 computes bm25 for every match it
+sorts, about 2 microseconds each,
+which for a word in a sixth of a million messages is 0.4 s; the newest 20,000 are ranked in 50 ms
+whatever the archive's size. A rarer query (a phrase, an identifier, two or three words together)
+is ranked over the whole archive, as before; counts stay exact either way.
+
 A single character is searched as a prefix (``锁*``: the pairs it starts, and itself, which the
 index also holds for the last character of every run). English matches whole words (``nginx``
 finds ``nginx.conf``, ``ngin`` does not, unless written ``ngin*``).
@@ -104,6 +111,20 @@ def _tokens(term: str) -> list[str]:
 
 
 _QUOTED = re.compile(r'"([^"]*)"')
+
+# The matches a query ranks at most: its newest (the highest rowids: the messages archived last).
+RANKED = 20_000
+
+
+def newest_matches(fts: str, joins: str = "", where: str = "") -> str:
+    """A SELECT of the RANKED newest matches of the MATCH expression ``?`` (every match when there
+    are fewer) with their bm25, as ``id`` and ``rank``: read in rowid order, newest first, and bm25
+    computed for those alone, in one pass (to be ranked by the caller: ``ORDER BY rank``, outside it).
+    ``joins`` and ``where`` (after ``AND``): a filter the kept matches pass, its tables joined to
+    ``{fts} f`` (the newest RANKED of those that pass it)."""
+    extra = f" AND {where}" if where else ""
+    return (f"SELECT f.rowid AS id, bm25({fts}) AS rank FROM {fts} f {joins} WHERE {fts} MATCH ?{extra} "
+            f"ORDER BY f.rowid DESC LIMIT {RANKED}")
 
 
 def fts_query(q: str) -> str:

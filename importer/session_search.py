@@ -30,7 +30,9 @@ The ranking (:func:`search`), measured by bench/search_quality.py (docs/search.m
 
 Candidates are read from the index alone, best first: at most ``CANDIDATES`` messages for the whole
 query and for each of its parts, so a query costs a few index reads whatever the archive's size
-(the matching counts are then exact below that many, "at least" above).
+(the matching counts are then exact below that many, "at least" above); a query or part that
+matches more than ``search.RANKED`` messages is ranked among its newest RANKED (those the filters
+select, with filters): a common word then costs the same at a million messages as at 100,000.
 """
 
 from __future__ import annotations
@@ -40,7 +42,8 @@ import sqlite3
 from dataclasses import dataclass, field, replace
 from datetime import date, timedelta
 
-from .search import CJK_RUN, _tokens
+from .search import CJK_RANGES, CJK_RUN, _tokens, newest_matches
+from .shape import MESSAGE_SCOPE_INDEX
 from .snippets import snippet
 
 CANDIDATES = 1000  # messages read from the index, best first, for the query and for each of its parts
@@ -69,7 +72,11 @@ class Term:
     prefix: bool = False
     quoted: bool = False
 
-    def fts(self) -> str:
+    def fts(self, expansions: dict | None = None) -> str:
+        """The FTS5 phrase; ``expansions``: a prefix term's index terms, when read (an OR of them)."""
+        found = expansions.get(self) if expansions else None
+        if found:
+            return "(" + " OR ".join('"' + t.replace('"', '""') + '"' for t in found) + ")"
         phrase = '"' + " ".join(t.replace('"', '""') for t in self.tokens) + '"'
         last = self.tokens[-1]
         if self.prefix and not CJK_RUN.search(last):
@@ -94,20 +101,23 @@ class Query:
     excluded: list[Term] = field(default_factory=list)
     filters: dict[str, list[str]] = field(default_factory=dict)
 
-    def _not(self) -> str:
+    def _not(self, x: dict | None) -> str:
         if not self.excluded:
             return ""
-        return " NOT (" + " OR ".join(t.fts() for t in self.excluded) + ")"
+        return " NOT (" + " OR ".join(t.fts(x) for t in self.excluded) + ")"
 
-    def clause_fts(self, clause: list[Term]) -> str:
-        """One clause as an FTS5 expression (with the exclusions)."""
-        inner = " OR ".join(t.fts() for t in clause)
-        return f"({inner})" + self._not()
+    def clause_fts(self, clause: list[Term], expansions: dict | None = None) -> str:
+        """One clause as an FTS5 expression (with the exclusions); ``expansions``: see :func:`expand`."""
+        inner = " OR ".join(t.fts(expansions) for t in clause)
+        return f"({inner})" + self._not(expansions)
 
-    def fts(self) -> str:
+    def fts(self, expansions: dict | None = None) -> str:
         """The whole query as one FTS5 expression: every clause in one message."""
-        inner = " AND ".join("(" + " OR ".join(t.fts() for t in c) + ")" for c in self.clauses)
-        return f"({inner})" + self._not()
+        inner = " AND ".join("(" + " OR ".join(t.fts(expansions) for t in c) + ")" for c in self.clauses)
+        return f"({inner})" + self._not(expansions)
+
+    def terms(self) -> list[Term]:
+        return [t for c in self.clauses for t in c] + self.excluded
 
     def highlight(self) -> str:
         """What the snippets mark: every term searched for (not the excluded ones)."""
@@ -299,12 +309,49 @@ class Hit:
     timestamp: str | None
 
 
+def _scope(conn) -> str:
+    """``INDEXED BY`` the messages' scope index (shape.MESSAGE_SCOPE) when the snapshot has it: a match's
+    filters read there, not from its wide row."""
+    found = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = ?",
+                         (MESSAGE_SCOPE_INDEX,)).fetchone()
+    return f"INDEXED BY {MESSAGE_SCOPE_INDEX}" if found else ""
+
+
+PREFIX_TERMS = 64  # a prefix read as the OR of the index terms it starts, up to this many
+_VOCAB = "agentbase_messages_vocab"
+_FOLDED = re.compile(f"[a-z0-9_{CJK_RANGES}]+")
+
+
+def expand(conn, query: Query) -> dict:
+    """Term -> the index terms of messages_fts it is a prefix of, for each one-token prefix term (``ngin*``, a
+    single CJK character) that starts at most PREFIX_TERMS of them: FTS5 merges a prefix's doclists
+    whole before reading any (a third of a single character's search at a million messages), while
+    an OR of its terms is read as far as needed (the newest matches). Read from an fts5vocab table in
+    the connection's temp schema; nothing expanded when it cannot be made (the prefix then as it was)."""
+    out: dict = {}
+    for term in query.terms():
+        token = term.tokens[-1].lower() if len(term.tokens) == 1 else ""
+        single = len(token) == 1 and CJK_RUN.fullmatch(token)
+        if not token or not (term.prefix or single) or not _FOLDED.fullmatch(token):
+            continue
+        try:
+            conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{_VOCAB} USING fts5vocab(main, messages_fts, row)")
+            found = [r[0] for r in conn.execute(f"SELECT term FROM temp.{_VOCAB} WHERE term >= ? AND term < ? "
+                                                "LIMIT ?", (token, token + "\U0010ffff", PREFIX_TERMS + 1))]
+        except sqlite3.Error:
+            return {}
+        if 0 < len(found) <= PREFIX_TERMS:
+            out[term] = tuple(found)
+    return out
+
+
 def _message_hits(conn, expr: str, where: str, params: list, allowed: set[int] | None) -> tuple[list[Hit], bool]:
     """The best CANDIDATES matching messages (one copy of each: usage_counted = 1), and whether there
     were more. With filters (``allowed``: the sessions they select): the best of the whole index kept
-    when enough of them pass, else every match the filters select ranked (a narrow filter)."""
-    sql = ("WITH best AS MATERIALIZED (SELECT rowid AS id, bm25(messages_fts) AS rank FROM messages_fts "
-           "WHERE messages_fts MATCH ? ORDER BY rank LIMIT ?) "
+    when enough of them pass, else every match the filters select ranked (a narrow filter). Either
+    way among the newest RANKED matches (search.newest_matches: of those the filters select)."""
+    sql = (f"WITH newest AS MATERIALIZED ({newest_matches('messages_fts')}), "
+           "best AS MATERIALIZED (SELECT id, rank FROM newest ORDER BY rank LIMIT ?) "
            "SELECT b.id, b.rank, m.session_id, m.role, m.is_context, m.timestamp, (SELECT COUNT(*) FROM best) "
            "FROM best b JOIN messages m ON m.id = b.id WHERE m.usage_counted = 1 ORDER BY b.rank")
     rows = conn.execute(sql, [expr, CANDIDATES + 1]).fetchall()
@@ -312,13 +359,42 @@ def _message_hits(conn, expr: str, where: str, params: list, allowed: set[int] |
     if allowed is not None:
         kept = [r for r in rows if r[2] in allowed]
         if more and len(kept) < CANDIDATES // 10:
-            sql = ("SELECT f.rowid, bm25(messages_fts), m.session_id, m.role, m.is_context, m.timestamp "
-                   "FROM messages_fts f JOIN messages m ON m.id = f.rowid JOIN session_list s ON s.id = m.session_id "
-                   f"WHERE messages_fts MATCH ? AND m.usage_counted = 1 AND {where} ORDER BY 2 LIMIT ?")
+            narrow = _by_sessions(conn, expr, where, params)
+            if narrow is not None:
+                return narrow
+            joins = (f"JOIN messages m {_scope(conn)} ON m.id = f.rowid "
+                     "JOIN session_list s ON s.id = m.session_id")
+            passes = f"m.usage_counted = 1 AND {where}"
+            sql = (f"WITH newest AS MATERIALIZED ({newest_matches('messages_fts', joins=joins, where=passes)}), "
+                   "best AS MATERIALIZED (SELECT id, rank FROM newest ORDER BY rank LIMIT ?) "
+                   "SELECT b.id, b.rank, m.session_id, m.role, m.is_context, m.timestamp "
+                   "FROM best b JOIN messages m ON m.id = b.id ORDER BY b.rank")
             kept = conn.execute(sql, [expr, *params, CANDIDATES + 1]).fetchall()
             more = len(kept) > CANDIDATES
         rows = kept
     return [Hit(r[0], r[2], -r[1] * _weight(r[3], r[4]), r[5]) for r in rows[:CANDIDATES]], more
+
+
+NARROW_MESSAGES = 50_000  # a filter's sessions with at most this many messages: their messages are the candidates
+
+
+def _by_sessions(conn, expr: str, where: str, params: list) -> tuple[list[Hit], bool] | None:
+    """A narrow filter's best matches, exact: the messages of its sessions (from the sessions' index)
+    are the candidates, each match of the query checked against them in a temporary index as the
+    index is read (no row looked up), bm25 computed only for those, so the cost follows the filter's
+    messages, not the query's matches ranked (a word in 171,511 messages, a filter of 92 sessions and
+    6,072 messages). None when the filter selects more than NARROW_MESSAGES messages."""
+    size = conn.execute(f"SELECT COALESCE(SUM(s.message_count), 0) FROM session_list s WHERE {where}",
+                        params).fetchone()[0]
+    if size > NARROW_MESSAGES:
+        return None
+    sql = ("WITH best AS MATERIALIZED (SELECT f.rowid AS id, bm25(messages_fts) AS rank FROM messages_fts f "
+           "WHERE messages_fts MATCH ? AND +f.rowid IN (SELECT m.id FROM session_list s JOIN messages m "
+           f"ON m.session_id = s.id WHERE {where} AND m.usage_counted = 1) ORDER BY rank, f.rowid DESC LIMIT ?) "
+           "SELECT b.id, b.rank, m.session_id, m.role, m.is_context, m.timestamp "
+           "FROM best b JOIN messages m ON m.id = b.id ORDER BY b.rank, b.id DESC")
+    rows = conn.execute(sql, [expr, *params, CANDIDATES + 1]).fetchall()
+    return [Hit(r[0], r[2], -r[1] * _weight(r[3], r[4]), r[5]) for r in rows[:CANDIDATES]], len(rows) > CANDIDATES
 
 
 def _title_hits(conn, expr: str, where: str, params: list) -> dict[int, float]:
@@ -352,7 +428,8 @@ def search(conn: sqlite3.Connection, q: str, options: Options | None = None,
         return _newest(conn, query, where, params, limit, offset, href)
     allowed = {r[0] for r in conn.execute(f"SELECT s.id FROM session_list s WHERE {where}", params)} if where else None
     try:
-        whole, truncated = _message_hits(conn, query.fts(), where, params, allowed)
+        expansions = expand(conn, query)
+        whole, truncated = _message_hits(conn, query.fts(expansions), where, params, allowed)
         whole_titles = _title_hits(conn, query.fts(), where, params)
         parts: list[tuple[list[Hit], dict[int, float]]] = []
         together = {h.session_id for h in whole} | set(whole_titles)
@@ -362,7 +439,7 @@ def search(conn: sqlite3.Connection, q: str, options: Options | None = None,
             truncated = True
         elif len(query.clauses) > 1:
             for clause in query.clauses:
-                hits, more = _message_hits(conn, query.clause_fts(clause), where, params, allowed)
+                hits, more = _message_hits(conn, query.clause_fts(clause, expansions), where, params, allowed)
                 truncated = truncated or more
                 parts.append((hits, _title_hits(conn, query.clause_fts(clause), where, params)))
     except sqlite3.OperationalError as exc:

@@ -92,7 +92,7 @@ def test_local_day_columns(snapshot):
     assert conn.execute("SELECT value FROM agentbase_snapshot WHERE key = 'timezone'").fetchone() == ("Asia/Shanghai",)
     # every facet/sort column the explorer uses is indexed
     indexed = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
-    assert {"idx_messages_day", "idx_messages_agent_id_timestamp", "idx_tool_calls_tool_name"} <= indexed
+    assert {"idx_messages_day", "idx_messages_agent_id_timestamp", "idx_tool_calls_tool_name_session_id"} <= indexed
     assert conn.execute("SELECT COUNT(*) FROM sqlite_stat1").fetchone()[0] > 0  # ANALYZE ran
     conn.close()
 

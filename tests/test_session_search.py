@@ -326,8 +326,62 @@ def test_the_message_search_pages_past_100_with_a_total_and_a_relevance(site):
 def test_a_narrow_filter_finds_its_session_beyond_the_best_of_the_whole_index(conn, names, monkeypatch):
     # the best few of the whole index are all another agent's: the filter's own matches are ranked then
     monkeypatch.setattr(S, "CANDIDATES", 10)
-    assert found(conn, names, "armadillo OR quokka agent:ops") == ["reader"]
-    assert found(conn, names, "armadillo OR quokka", server=["alpha"]) == ["runner"]
+    for narrow in (S.NARROW_MESSAGES, 0):  # the filter's sessions' messages as candidates, or the index's newest
+        monkeypatch.setattr(S, "NARROW_MESSAGES", narrow)
+        assert found(conn, names, "armadillo OR quokka agent:ops") == ["reader"]
+        assert found(conn, names, "armadillo OR quokka", server=["alpha"]) == ["runner"]
     result = S.search(conn, "armadillo")
     assert not result["count_exact"] and result["sessions"][0]["matches"] == 10
     assert not result["sessions"][0]["matches_exact"]
+
+
+# -- what keeps a common query fast at a million messages -------------------------------------------------
+
+def test_a_common_query_is_ranked_among_its_newest_matches(conn, names, monkeypatch):
+    from importer import search
+
+    newest = [r[0] for r in conn.execute(
+        "SELECT m.session_id FROM messages_fts f JOIN messages m ON m.id = f.rowid "
+        "WHERE messages_fts MATCH 'walrus' AND m.usage_counted = 1 ORDER BY f.rowid DESC")]
+    assert len(set(newest)) >= 3
+    everything = found(conn, names, "walrus")
+    monkeypatch.setattr(search, "RANKED", 1)  # only the newest match is ranked (and the titles)
+    result = S.search(conn, "walrus")
+    by_message = [s for s in result["sessions"] if s["matches"]]
+    assert [s["id"] for s in by_message] == [newest[0]] and by_message[0]["matches"] == 1
+    # with a filter: the newest match among the filter's
+    other = next(sid for sid in newest if names[sid] != names[newest[0]])
+    agent = conn.execute("SELECT agent_id, server FROM session_list WHERE id = ?", (other,)).fetchone()
+    monkeypatch.setattr(S, "CANDIDATES", 10)  # (few pass among the best of the whole index: the filter's own)
+    filtered = S.search(conn, "walrus", S.Options(agent=[agent[0]], server=[agent[1]]))
+    assert [s["id"] for s in filtered["sessions"] if s["matches"]][:1] in ([other], [newest[0]])
+    monkeypatch.setattr(search, "RANKED", 20_000)
+    assert found(conn, names, "walrus") == everything
+
+
+def test_a_prefix_is_read_as_the_terms_it_starts(conn, names, monkeypatch):
+    query = S.parse("kube* 锁 -apach*")
+    expansions = S.expand(conn, query)
+    kube, lock = query.clauses[0][0], query.clauses[1][0]
+    assert expansions[kube] and all(t.startswith("kube") for t in expansions[kube])
+    assert all(t.startswith("锁") for t in expansions[lock]) and "锁" in expansions[lock]
+    def ors(term):
+        return "(" + " OR ".join(f'"{t}"' for t in expansions[term]) + ")"
+
+    assert query.fts(expansions) == f"(({ors(kube)}) AND ({ors(lock)})) NOT ({ors(query.excluded[0])})"
+    with_terms = {q: found(conn, names, q) for q in ("kube*", "锁", "库", "已", "锁 -部署", "zebra -apach*")}
+    monkeypatch.setattr(S, "PREFIX_TERMS", 0)  # as FTS5's prefix query
+    assert S.expand(conn, query) == {}
+    assert {q: found(conn, names, q) for q in with_terms} == with_terms
+    assert with_terms["kube*"] == ["prefix"] and with_terms["锁"] == ["chinese"]
+
+
+def test_the_message_search_ranks_the_same_newest_matches():
+    """metadata.yml's search query says RANKED as a literal, for its newest matches with and without a
+    filter (its SQL calls no Python but agentbase_fts)."""
+    from importer import search, shape
+
+    sql = (Path(__file__).resolve().parents[1] / "metadata.yml").read_text(encoding="utf-8")
+    query = sql[sql.index("      search:"):]
+    assert query.count(f"THEN {search.RANKED} ELSE 0 END") == 1 and query.count(f"ELSE {search.RANKED} END") == 1
+    assert f"INDEXED BY {shape.MESSAGE_SCOPE_INDEX}" in query

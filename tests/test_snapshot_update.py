@@ -269,6 +269,36 @@ def test_an_update_equals_a_full_build_after_every_kind_of_change(archive):
     assert a.export().unchanged
 
 
+def test_the_search_indexes_stay_right_through_an_update(archive):
+    """The messages' scope index (what the searches read a match's filters from, shape.MESSAGE_SCOPE)
+    and tool_calls' (tool_name, session_id), after an update in place: there, holding exactly what the
+    rows hold (the new message too), and the searches find the new message through them."""
+    from importer import session_search as S
+
+    a = archive
+    f = a.live_files()[0]
+    a.append(f, turn(a.last_entry(f)["id"], 9700, "scope check walrus", call="call-s1"))
+    a.check("a message for the scope index")  # (the schema and every row compared with a full build)
+    conn = sqlite3.connect(f"file:{a.snapshot}?mode=ro", uri=True)
+    try:
+        names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+        assert {shape.MESSAGE_SCOPE_INDEX, shape.index_name("tool_calls", ("tool_name", "session_id"))} <= names
+        cols = ", ".join(shape.MESSAGE_SCOPE)
+        indexed = conn.execute(f"SELECT {cols} FROM messages INDEXED BY {shape.MESSAGE_SCOPE_INDEX} "
+                               "ORDER BY id").fetchall()
+        assert indexed == conn.execute(f"SELECT {cols} FROM messages NOT INDEXED ORDER BY id").fetchall()
+        assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+        (mid, agent, sid), = conn.execute(
+            "SELECT m.id, m.agent_id, m.session_id FROM messages_fts x JOIN messages m ON m.id = x.rowid "
+            "WHERE messages_fts MATCH 'walrus' AND m.role = 'user'").fetchall()
+        found = S.search(conn, "walrus", S.Options(agent=[agent]))
+        assert [r["id"] for r in found["sessions"]] == [sid] and found["sessions"][0]["first_match_id"] == mid
+        assert S.search(conn, "walrus tool:exec")["sessions"][0]["id"] == sid
+        assert S.search(conn, "walrus", S.Options(agent=["no-such-agent"]))["sessions"] == []
+    finally:
+        conn.close()
+
+
 def test_a_reader_in_a_loop_never_sees_half_an_update(archive):
     """Every read sees the messages and the sessions' counts of one and the same update."""
     a = archive
