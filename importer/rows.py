@@ -68,7 +68,8 @@ def number(value: Any) -> float | None:
 def dumps(value: Any, sort_keys: bool = False) -> str:
     """Compact JSON text (integers beyond 64 bits, from the fallback loader, too)."""
     try:
-        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS if sort_keys else None).decode()
+        # (orjson.dumps(value) alone when no option is wanted: the commonest call, kept the shortest)
+        return (orjson.dumps(value, option=orjson.OPT_SORT_KEYS) if sort_keys else orjson.dumps(value)).decode()
     except (TypeError, orjson.JSONEncodeError):
         return json.dumps(value, ensure_ascii=False, sort_keys=sort_keys, allow_nan=True)
 
@@ -153,8 +154,8 @@ def text_preview(message: dict) -> str | None:
         found = text(message.get("command")) or text(message.get("errorMessage"))
     if found is None:
         return None
-    # Strip before cutting, so a tag is never cut in half.
-    return preview(found)
+    # Strip before cutting, so a tag is never cut in half (preview(), without its call).
+    return cut_text(strip_html(found[: PREVIEW_CHARS * 8]))
 
 
 def preview(value: str | None) -> str | None:
