@@ -185,6 +185,7 @@ _DEFAULTS = {c: (0 if c in _FLAGS else None) for c in MESSAGE_COLUMNS}
 # column -> 0 (a flag), its width (a short string), -1 (a long string); the named arguments' strings
 _CHECKS = {**{c: 0 for c in _FLAGS}, **{c: -1 for c in _STRINGS}, **_WIDTHS}
 _W = _WIDTHS
+_W_UUID, _W_PARENT, _W_ROLE = _W["message_uuid"], _W["parent_message_uuid"], _W["native_role"]
 _DERIVE = object()
 
 
@@ -257,12 +258,15 @@ def message_row(uuid: str, role: str, *, blocks: list | None = None, content: An
     # then what is derived here, then each column a caller gave, made what its column holds: a flag
     # 0/1, a string a string (at its schema width) or None; a value left at its default is not set.
     row = _DEFAULTS.copy()
-    row["message_uuid"] = _fit(uuid, _W["message_uuid"])
+    # (the three every message has: _fit's checks inline)
+    row["message_uuid"] = uuid if uuid.__class__ is str and len(uuid) <= _W_UUID else _fit(uuid, _W_UUID)
     if parent is not None:
-        row["parent_message_uuid"] = _fit(parent, _W["parent_message_uuid"])
+        row["parent_message_uuid"] = (parent if parent.__class__ is str and len(parent) <= _W_PARENT
+                                      else _fit(parent, _W_PARENT))
     row["role"] = role
     if native_role is not None:
-        row["native_role"] = _fit(native_role, _W["native_role"])
+        row["native_role"] = (native_role if native_role.__class__ is str and len(native_role) <= _W_ROLE
+                              else _fit(native_role, _W_ROLE))
     row["tool_call_count"] = len(tools)
     if tools:
         row["first_tool_call"] = _fit(tools[0].get("name"), _W["first_tool_call"])
