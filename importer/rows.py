@@ -68,7 +68,8 @@ def number(value: Any) -> float | None:
 def dumps(value: Any, sort_keys: bool = False) -> str:
     """Compact JSON text (integers beyond 64 bits, from the fallback loader, too)."""
     try:
-        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS if sort_keys else None).decode()
+        # (orjson.dumps(value) alone when no option is wanted: the commonest call, kept the shortest)
+        return (orjson.dumps(value, option=orjson.OPT_SORT_KEYS) if sort_keys else orjson.dumps(value)).decode()
     except (TypeError, orjson.JSONEncodeError):
         return json.dumps(value, ensure_ascii=False, sort_keys=sort_keys, allow_nan=True)
 
@@ -153,8 +154,8 @@ def text_preview(message: dict) -> str | None:
         found = text(message.get("command")) or text(message.get("errorMessage"))
     if found is None:
         return None
-    # Strip before cutting, so a tag is never cut in half.
-    return preview(found)
+    # Strip before cutting, so a tag is never cut in half (preview(), without its call).
+    return cut_text(strip_html(found[: PREVIEW_CHARS * 8]))
 
 
 def preview(value: str | None) -> str | None:
@@ -183,88 +184,193 @@ _FLAGS = tuple(c for c, t in schema.TABLES["messages"] if t == "bool" and c in M
 _DEFAULTS = {c: (0 if c in _FLAGS else None) for c in MESSAGE_COLUMNS}
 # column -> 0 (a flag), its width (a short string), -1 (a long string); the named arguments' strings
 _CHECKS = {**{c: 0 for c in _FLAGS}, **{c: -1 for c in _STRINGS}, **_WIDTHS}
-_GIVEN = ("message_uuid", "parent_message_uuid", "native_role", "first_tool_call")
+_W = _WIDTHS
+_W_UUID, _W_PARENT, _W_ROLE = _W["message_uuid"], _W["parent_message_uuid"], _W["native_role"]
 _DERIVE = object()
 
 
 def message_row(uuid: str, role: str, *, blocks: list | None = None, content: Any = _DERIVE,
                 native_role: str | None = None, parent: str | None = None, timestamp: str | None = None,
                 seq: int | None = None, raw_json: str | None = None, text_preview: Any = _DERIVE,
-                thinking: Any = _DERIVE, preview_else: str | None = None, **fields: Any) -> dict:
+                thinking: Any = _DERIVE, preview_else: str | None = None, content_blocks: Any = _DERIVE,
+                # the columns a kind gives (fields), named so that CPython matches them by identity
+                is_error: Any = 0, is_synthetic: Any = 0, time_approximate: Any = 0, usage_invalid: Any = 0,
+                provider: Any = None, model: Any = None, api: Any = None, stop_reason: Any = None,
+                call_key: Any = None, tool_call_id: Any = None, tool_name: Any = None, cost_source: Any = None,
+                error_message: Any = None, exit_code: Any = None, duration_ms: Any = None,
+                input_tokens: Any = None, output_tokens: Any = None, cache_read_tokens: Any = None,
+                cache_write_tokens: Any = None, total_tokens: Any = None, cost_usd: Any = None,
+                cache_write_5m_tokens: Any = None, cache_write_1h_tokens: Any = None, **fields: Any) -> dict:
     """The ``messages`` row of one message (every key, so the rows of a batch share one INSERT).
 
     ``role``: one of the vocabulary's four words; ``native_role`` the kind's own.
     ``blocks``: the message's content as pi-style blocks (None: a row without content);
     ``content``: what ``content_blocks`` keeps when it is not ``blocks`` as they are
-    (a kind whose content is a string, say; None: no content). ``text_preview`` and
+    (a kind whose content is a string, say; None: no content); ``content_blocks``: that JSON
+    text itself, as a kind wrote it (not made twice). ``text_preview`` and
     ``thinking`` (``thinking_text``) are derived from the blocks unless given;
     ``preview_else``: the text that stands for the message when its content gives no preview, or an
     empty one (a tool call's command, a tool's status), made a preview the same way.
     The tool-call columns count the ``toolCall`` blocks of an ``assistant`` row (in a row of
     another role such a block is content, no call: :func:`tool_call_rows` makes none for it either).
-    ``fields``: any other column (usage, model, tool result, flags); a name that is not a
-    column is an error. Flags become 0/1; a string column keeps a string (cut to its schema
-    width) or None.
+    Every other column (usage, model, tool result, flags) is a named argument; ``fields``: a
+    derived column a kind sets itself; a name that is not a column is an error. Flags become
+    0/1; a string column keeps a string (cut to its schema width) or None.
+
+    (Why every column is named: a keyword that lands in ``**`` is compared, as a string, with
+    every named parameter first, and building that dict costs too; with a dozen columns given
+    that was half of a row's cost. :func:`_signature_check` keeps the names and the schema's
+    columns the same.)
     """
     if role not in V.ROLES:
         raise ValueError(f"role {role!r} is not one of the vocabulary's {V.ROLES}")
-    row = dict(_DEFAULTS)
-    listed = blocks if blocks is not None else []
-    # A tool call is on the assistant row that made it (docs/vocabulary.md): a toolCall block in a
-    # row of another role stays in its content and is no call.
-    tools = [b for b in listed if isinstance(b, dict) and b.get("type") == "toolCall"] if role == V.ASSISTANT else []
-    has_thinking = False
+    # One pass over the blocks. A tool call is on the assistant row that made it
+    # (docs/vocabulary.md): a toolCall block in a row of another role stays in its content and is no call.
+    tools = []
+    has_thinking = 0
     first_thinking = None
-    for b in listed:
-        if isinstance(b, dict) and b.get("type") == "thinking":
-            has_thinking = True
-            first_thinking = text(b.get("thinking"))
-            break
+    if blocks:
+        calls = role == V.ASSISTANT
+        for b in blocks:
+            if isinstance(b, dict):
+                kind = b.get("type")
+                if kind == "toolCall":
+                    if calls:
+                        tools.append(b)
+                elif kind == "thinking" and not has_thinking:
+                    has_thinking = 1
+                    first_thinking = text(b.get("thinking"))
     if content is _DERIVE:
         content = blocks
-    row.update({
-        "message_uuid": uuid, "parent_message_uuid": parent, "role": role, "native_role": native_role,
-        # (a kind that gives content_blocks itself, as written: not made twice)
-        "content_blocks": fields.pop("content_blocks") if "content_blocks" in fields else (
-            dumps(content) if content is not None else None),
-        "text_preview": (_preview_of(content, blocks) if text_preview is _DERIVE else text_preview),
-        "first_tool_call": text(tools[0].get("name")) if tools else None,
-        "tool_call_count": len(tools),
-        "tool_calls_json": dumps(tools) if tools else None,
-        "has_tool_calls": int(bool(tools)),
-        "thinking_text": first_thinking if thinking is _DERIVE else thinking,
-        "has_thinking": int(has_thinking),
-        "is_context": int(role == V.SYSTEM),
-        "timestamp": timestamp, "seq": seq, "raw_json": raw_json,
-    })
-    if not row["text_preview"] and preview_else is not None:
-        row["text_preview"] = preview(text(preview_else))
-    # What a caller gave is made what its column holds: a flag 0/1, a string a string (at its width) or
-    # None (the derived columns are made so already).
-    checks = _CHECKS
-    for name, value in fields.items():
-        check = checks.get(name)
-        if check is None:
-            if name not in row:
-                raise TypeError(f"messages has no column {name!r}")
-        elif check == 0:
-            if value.__class__ is not int:
-                value = int(bool(value))
-        elif value is not None:
-            if value.__class__ is not str:
-                value = None
-            elif check > 0 and len(value) > check:
-                value = value[:check]
-        row[name] = value
-    for name in _GIVEN:
-        value = row[name]
-        if value is not None and (value.__class__ is not str or len(value) > checks[name]):
-            row[name] = value[:checks[name]] if value.__class__ is str else None
-    for name in ("text_preview", "thinking_text"):
-        value = row[name]
-        if value is not None and value.__class__ is not str:
-            row[name] = None
+    if content_blocks is _DERIVE:
+        content_blocks = dumps(content) if content is not None else None
+    if text_preview is _DERIVE:
+        text_preview = _preview_of(content, blocks)
+    if not text_preview and preview_else is not None:
+        text_preview = preview(text(preview_else))
+    elif text_preview.__class__ is not str:
+        text_preview = None
+    if thinking is _DERIVE:
+        thinking = first_thinking
+    elif thinking.__class__ is not str:
+        thinking = None
+    # Every column in the schema's order (a copy of the defaults: cheaper than building 39 keys),
+    # then what is derived here, then each column a caller gave, made what its column holds: a flag
+    # 0/1, a string a string (at its schema width) or None; a value left at its default is not set.
+    row = _DEFAULTS.copy()
+    # (the three every message has: _fit's checks inline)
+    row["message_uuid"] = uuid if uuid.__class__ is str and len(uuid) <= _W_UUID else _fit(uuid, _W_UUID)
+    if parent is not None:
+        row["parent_message_uuid"] = (parent if parent.__class__ is str and len(parent) <= _W_PARENT
+                                      else _fit(parent, _W_PARENT))
+    row["role"] = role
+    if native_role is not None:
+        row["native_role"] = (native_role if native_role.__class__ is str and len(native_role) <= _W_ROLE
+                              else _fit(native_role, _W_ROLE))
+    row["tool_call_count"] = len(tools)
+    if tools:
+        row["first_tool_call"] = _fit(tools[0].get("name"), _W["first_tool_call"])
+        row["has_tool_calls"] = 1
+        row["tool_calls_json"] = dumps(tools)
+    if has_thinking:
+        row["has_thinking"] = 1
+    if role == V.SYSTEM:
+        row["is_context"] = 1
+    row["text_preview"] = text_preview
+    row["thinking_text"] = thinking
+    row["content_blocks"] = content_blocks
+    row["timestamp"] = timestamp
+    row["seq"] = seq
+    row["raw_json"] = raw_json
+    if is_error:
+        row["is_error"] = is_error if is_error.__class__ is int else 1
+    if is_synthetic:
+        row["is_synthetic"] = is_synthetic if is_synthetic.__class__ is int else 1
+    if time_approximate:
+        row["time_approximate"] = time_approximate if time_approximate.__class__ is int else 1
+    if usage_invalid:
+        row["usage_invalid"] = usage_invalid if usage_invalid.__class__ is int else 1
+    if provider is not None:
+        row["provider"] = _fit(provider, _W["provider"])
+    if model is not None:
+        row["model"] = _fit(model, _W["model"])
+    if api is not None:
+        row["api"] = _fit(api, _W["api"])
+    if stop_reason is not None:
+        row["stop_reason"] = _fit(stop_reason, _W["stop_reason"])
+    if call_key is not None:
+        row["call_key"] = _fit(call_key, _W["call_key"])
+    if tool_call_id is not None:
+        row["tool_call_id"] = _fit(tool_call_id, _W["tool_call_id"])
+    if tool_name is not None:
+        row["tool_name"] = _fit(tool_name, _W["tool_name"])
+    if cost_source is not None:
+        row["cost_source"] = _fit(cost_source, _W["cost_source"])
+    if error_message is not None:
+        row["error_message"] = error_message if error_message.__class__ is str else None
+    if exit_code is not None:
+        row["exit_code"] = exit_code
+    if duration_ms is not None:
+        row["duration_ms"] = duration_ms
+    if input_tokens is not None:
+        row["input_tokens"] = input_tokens
+    if output_tokens is not None:
+        row["output_tokens"] = output_tokens
+    if cache_read_tokens is not None:
+        row["cache_read_tokens"] = cache_read_tokens
+    if cache_write_tokens is not None:
+        row["cache_write_tokens"] = cache_write_tokens
+    if total_tokens is not None:
+        row["total_tokens"] = total_tokens
+    if cost_usd is not None:
+        row["cost_usd"] = cost_usd
+    if cache_write_5m_tokens is not None:
+        row["cache_write_5m_tokens"] = cache_write_5m_tokens
+    if cache_write_1h_tokens is not None:
+        row["cache_write_1h_tokens"] = cache_write_1h_tokens
+    if fields:
+        # A derived column a kind sets itself (it wins), made what its column holds.
+        checks = _CHECKS
+        for name, value in fields.items():
+            check = checks.get(name)
+            if check is None:
+                if name not in row:
+                    raise TypeError(f"messages has no column {name!r}")
+            elif check == 0:
+                if value.__class__ is not int:
+                    value = int(bool(value))
+            elif value is not None:
+                if value.__class__ is not str:
+                    value = None
+                elif check > 0 and len(value) > check:
+                    value = value[:check]
+            row[name] = value
     return row
+
+
+# The columns message_row makes itself (the rest are its named arguments).
+_DERIVED = frozenset({"message_uuid", "parent_message_uuid", "role", "native_role", "first_tool_call",
+                      "tool_call_count", "tool_calls_json", "has_tool_calls", "has_thinking", "thinking_text",
+                      "is_context", "text_preview", "content_blocks", "timestamp", "seq", "raw_json"})
+_OPTIONS = frozenset({"blocks", "content", "parent", "thinking", "preview_else"})
+
+
+def _signature_check() -> None:
+    """message_row names every column of the schema it does not derive, and nothing else: a
+    column added to schema.py and not there fails at import."""
+    code = message_row.__code__
+    named = set(code.co_varnames[code.co_argcount:code.co_argcount + code.co_kwonlyargcount])
+    columns = set(MESSAGE_COLUMNS)
+    if named - _OPTIONS - columns or columns - _DERIVED - named:
+        raise RuntimeError(f"rows.message_row's named columns {sorted(named - _OPTIONS - _DERIVED)} are not "
+                           f"the schema's {sorted(columns - _DERIVED)}")
+
+
+def _fit(value: Any, width: int) -> str | None:
+    """A string at most ``width`` characters (anything else: None)."""
+    if value.__class__ is str:
+        return value if len(value) <= width else value[:width]
+    return None
 
 
 def _preview_of(content: Any, blocks: list | None) -> str | None:
@@ -309,3 +415,6 @@ def tool_call_rows(blocks: list | None, timestamp: str | None, shell_tools: froz
             "is_truncated": int(call_id is not None and call_id in truncated),
         })
     return out
+
+
+_signature_check()
