@@ -2354,21 +2354,36 @@ def _detect_table(store, table: str, detect: tuple[str, ...], lo: int = 0, hi: i
     return found
 
 
-def detect_range(path: str, table: str, detect: tuple[str, ...], lo: int, hi: int) -> list[tuple[str, str]]:
-    """Pass 1 over the rows lo < id <= hi of a SQLite store's table, in a
-    worker process with its own connection (module level: picklable)."""
+def _detect_ranges(store, table: str, detect: tuple[str, ...], ranges: list[tuple[int, int]]) -> dict:
+    found: dict[str, str] = {}
+    for lo, hi in ranges:
+        for v, k in _detect_table(store, table, detect, lo, hi).items():
+            if v not in found or _kind_rank(k) < _kind_rank(found[v]):
+                found[v] = k
+    return found
+
+
+def detect_range(path: str, table: str, detect: tuple[str, ...], ranges: list[tuple[int, int]]
+                 ) -> list[tuple[str, str]]:
+    """Pass 1 over the rows lo < id <= hi, for each (lo, hi) of ``ranges``, of a SQLite store's
+    table, in a worker process with its own connection (module level: picklable)."""
     reader = _SqliteReader(path)
     try:
-        return list(_detect_table(reader, table, detect, lo, hi).items())
+        return list(_detect_ranges(reader, table, detect, ranges).items())
     finally:
         reader.conn.close()
+
+
+# Pass 1 shares the messages with the worker in stripes of ids, every other one each: credentials
+# come in clusters (a session of pasted keys), and halves would leave one process all of a cluster.
+_STRIPE = 4 * _BATCH
 
 
 def collect(store, redact_columns: dict, pool=None) -> SecretSet:
     """Pass 1: every credential value in every column the export redacts, in
     one set. With ``pool`` (a one-process multiprocessing pool) and a SQLite
-    store, the worker reads the second half of the messages with its own
-    connection while this process reads the rest."""
+    store, the worker reads every other stripe of the messages (_STRIPE ids) with
+    its own connection while this process reads the rest."""
     import sqlite3
 
     secrets = SecretSet()
@@ -2383,19 +2398,20 @@ def collect(store, redact_columns: dict, pool=None) -> SecretSet:
     try:
         for table, detect in redact_columns.items():
             detect = tuple(detect)
-            lo, hi = 0, None
+            mine = [(0, None)]
             if pending is None and pool is not None and table == "messages" and sqlite:
                 first, last = store.tuples("SELECT MIN(id), MAX(id) FROM messages")[0]
                 if first is not None and last - first > 2 * _BATCH:
-                    hi = (first + last) // 2
-                    split = (detect, hi, last)
-                    pending = pool.apply_async(detect_range, (str(store.location), table, detect, hi, last))
-            secrets.add_all(_detect_table(reader, table, detect, lo, hi).items())
+                    stripes = [(lo, min(lo + _STRIPE, last)) for lo in range(first - 1, last, _STRIPE)]
+                    mine, theirs = stripes[0::2], stripes[1::2]
+                    split = (detect, theirs)
+                    pending = pool.apply_async(detect_range, (str(store.location), table, detect, theirs))
+            secrets.add_all(_detect_ranges(reader, table, detect, mine).items())
         if pending is not None:
             try:
                 secrets.add_all(pending.get())
-            except sqlite3.Error:  # the worker could not read: this process reads its half
-                secrets.add_all(_detect_table(reader, "messages", split[0], split[1], split[2]).items())
+            except sqlite3.Error:  # the worker could not read: this process reads its stripes
+                secrets.add_all(_detect_ranges(reader, "messages", split[0], split[1]).items())
     finally:
         if reader is not store:
             reader.conn.close()

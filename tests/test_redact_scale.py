@@ -288,3 +288,39 @@ def test_rows_cut_at_their_limit_that_hold_no_value_are_not_searched_again():
     assert head not in out[300][0]["text_preview"] and out[300][0]["text_preview"].endswith("]")
     assert values[9][0] not in out[301][0]["content_blocks"] and values[9][0] not in out[301][0]["text_preview"]
     assert _CountingSet.searched < 20, _CountingSet.searched
+
+
+def test_pass_one_shared_with_the_worker_finds_what_one_process_finds(tmp_path):
+    """The export's pass 1 gives the worker every other stripe of message ids: the set it collects
+    is the one a single process collects, wherever the credentials are (here one every 97 messages
+    of 40,000, so in both processes' stripes)."""
+    import multiprocessing
+
+    from importer import shape
+
+    rng = random.Random(31)
+    c = Chain()
+    lines = [header("5e55a0a0-0000-4000-8000-00000000057a")]
+    planted = []
+    for i in range(40000):
+        if i % 97 == 0:
+            v = "ghp_" + _fake(rng, string.ascii_letters + string.digits, 36)
+            planted.append(v)
+            lines.append(c.user(f"step {i}: GH_TOKEN={v}"))
+        else:
+            lines.append(c.user(f"step {i}: nothing to see"))
+    write(sessions_dir(tmp_path / "state") / "a.jsonl", lines)
+    db = tmp_path / "a.db"
+    do_import(db, tmp_path / "state")
+    store = open_store(f"sqlite:///{db}")
+    first, last = store.tuples("SELECT MIN(id), MAX(id) FROM messages")[0]
+    assert last - first > 2 * R._STRIPE  # (several stripes each)
+    alone = R.collect(store, shape.redact_columns())
+    pool = multiprocessing.get_context("fork").Pool(1)
+    try:
+        shared = R.collect(store, shape.redact_columns(), pool)
+    finally:
+        pool.terminate()
+        pool.join()
+    assert set(planted) <= set(alone.kinds)
+    assert shared.values() == alone.values()
