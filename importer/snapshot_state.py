@@ -56,7 +56,7 @@ class State:
             private_file(self.path)
         elif not self.path.is_file():
             raise FileNotFoundError(self.path)
-        self.conn = sqlite3.connect(str(self.path), isolation_level=None)
+        self.conn = sqlite3.connect(str(self.path), isolation_level=None, timeout=60)
         if create:
             self.conn.execute("PRAGMA journal_mode = OFF")  # a new file: a failed build discards it whole
             self.conn.execute("PRAGMA synchronous = OFF")

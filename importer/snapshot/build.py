@@ -15,7 +15,7 @@ from pathlib import Path
 from .. import derived, shape
 from ..snapshot_state import State, state_path
 from ..store import Store, private_file
-from .ddl import adopt_fts, create_indexes, create_schema, load_settings
+from .ddl import BUSY_WAIT, adopt_fts, create_indexes, create_schema, load_settings
 from .facts import finish_counts, refresh_derived, snapshot_facts, table_counts, write_marker
 from .paths import generation_file, inspect_path, is_snapshot_file, point
 from .report import ExportReport
@@ -139,7 +139,7 @@ def build(store: Store, target: Path, zone, zone_name: str, redact: bool, facts:
 
 
 def _build_connection(path: Path) -> sqlite3.Connection:
-    out = sqlite3.connect(str(path), isolation_level=None)
+    out = sqlite3.connect(str(path), isolation_level=None, timeout=BUSY_WAIT)
     out.execute("PRAGMA page_size = 16384")
     out.execute("PRAGMA journal_mode = OFF")  # a temporary file: a failure discards it whole
     out.execute("PRAGMA synchronous = OFF")

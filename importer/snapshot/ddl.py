@@ -14,6 +14,11 @@ import sqlite_utils
 from .. import shape
 from ..search import TOKENIZE, copy_index
 
+# Seconds a connection of a build waits for a lock on its own files (the snapshot being built, the
+# worker's index and list): only the build's two processes use them, but a loaded machine can hold one
+# past sqlite3's default 5 s (a CI run saw "database is locked" once, with two test suites at once).
+BUSY_WAIT = 60
+
 
 # The full-text indexes a build's worker process fills (worker.py), then copied into the snapshot.
 WORKER_FTS = (shape.FTS_TABLE, shape.TOOL_FTS_TABLE)
@@ -70,7 +75,7 @@ def load_settings(conn: sqlite3.Connection, fts: str) -> None:
 def adopt_fts(path: Path, fts_file: Path) -> None:
     """Copy the index the worker built into the snapshot's (empty) one, through a connection of its
     own: the build's connection, reopened after, reads it as any other change made elsewhere."""
-    conn = sqlite3.connect(str(path), isolation_level=None)
+    conn = sqlite3.connect(str(path), isolation_level=None, timeout=BUSY_WAIT)
     try:
         conn.execute("PRAGMA journal_mode = OFF")
         conn.execute("PRAGMA synchronous = OFF")

@@ -15,7 +15,7 @@ from pathlib import Path
 from .. import derived, shape
 from ..search import index_text, message_search_text
 from ..search import decoded_json as _decoded
-from .ddl import WORKER_FTS, create_fts, load_settings
+from .ddl import BUSY_WAIT, WORKER_FTS, create_fts, load_settings
 from .encode import derive_message
 
 
@@ -181,7 +181,7 @@ _worker_fts: sqlite3.Connection | None = None
 
 def _worker_fts_open(path: str) -> None:
     global _worker_fts
-    conn = sqlite3.connect(path, isolation_level=None)
+    conn = sqlite3.connect(path, isolation_level=None, timeout=BUSY_WAIT)
     conn.execute("PRAGMA journal_mode = OFF")
     conn.execute("PRAGMA synchronous = OFF")
     for fts in WORKER_FTS:
@@ -220,7 +220,7 @@ def session_list_in_worker(path: str, snapshot: str) -> int:
     """The session list (derived.py), built whole in a new file of its own from the committed rows
     of the snapshot, attached read-only: the snapshot is in WAL mode meanwhile, so the main process
     makes its indexes as this runs. Returns the rows."""
-    conn = sqlite3.connect(path, isolation_level=None, uri=True)
+    conn = sqlite3.connect(path, isolation_level=None, uri=True, timeout=BUSY_WAIT)
     try:
         conn.execute("PRAGMA journal_mode = OFF")
         conn.execute("PRAGMA synchronous = OFF")
