@@ -28,6 +28,8 @@ import pytest
 import re2
 
 from importer import redact as R
+from importer import shape
+from importer.search import fts_query
 from importer.snapshot import export_snapshot
 from importer.store import open_store
 from transcripts import Chain, do_import, exec_call, header, sessions_dir, write
@@ -314,7 +316,7 @@ def test_pass_one_shared_with_the_worker_finds_what_one_process_finds(tmp_path):
     do_import(db, tmp_path / "state")
     store = open_store(f"sqlite:///{db}")
     first, last = store.tuples("SELECT MIN(id), MAX(id) FROM messages")[0]
-    assert last - first > 2 * R._STRIPE  # (several stripes each)
+    assert last - first > 8 * R._STRIPE  # (several ranges each)
     alone = R.collect(store, shape.redact_columns())
     pool = multiprocessing.get_context("fork").Pool(1)
     try:
@@ -324,3 +326,55 @@ def test_pass_one_shared_with_the_worker_finds_what_one_process_finds(tmp_path):
         pool.join()
     assert set(planted) <= set(alone.kinds)
     assert shared.values() == alone.values()
+
+
+def _snapshot_rows(path: Path) -> dict:
+    """Every table's rows of a snapshot, and what full-text searches find, but the marker (its times and id)."""
+    conn = sqlite3.connect(path)
+    try:
+        tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' "
+                                             "AND name NOT LIKE '%fts%' AND name NOT LIKE 'sqlite_%'")]
+        out = {t: sorted(map(repr, conn.execute(f"SELECT * FROM [{t}]"))) for t in tables if t != shape.MARKER}
+        conn.execute(f"CREATE VIRTUAL TABLE temp.terms USING fts5vocab(main, {shape.FTS_TABLE}, 'row')")
+        out["fts terms"] = conn.execute("SELECT term, doc, cnt FROM temp.terms ORDER BY term").fetchall()
+        for q in ("部", "部署", "quokka", "ghp*", "REDACTED"):
+            out["fts " + q] = sorted(r[0] for r in conn.execute(
+                "SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?", (fts_query(q),)))
+        return out
+    finally:
+        conn.close()
+
+
+def test_batches_this_process_prepares_are_written_as_the_worker_would(tmp_path, monkeypatch):
+    """The export's main process prepares batches itself while the worker is behind (worker.AHEAD,
+    INLINE): redacted, derived and indexed as the worker does them. All of them prepared here and all
+    of them by the worker give the same snapshot, full-text index included (CJK text: its index form
+    is made once, not twice)."""
+    from importer.snapshot import worker as W
+
+    rng = random.Random(5)
+    c = Chain()
+    lines = [header("5e55a0a0-0000-4000-8000-0000000005e1")]
+    keys = chinese = 0
+    for i in range(9000):
+        if i % 50 == 0:
+            lines.append(c.user(f"step {i}: GH_TOKEN=ghp_{_fake(rng, string.ascii_letters + string.digits, 36)}"))
+            keys += 1
+        elif i % 3 == 0:
+            lines.append(c.user(f"第{i}步：请帮我把网站部署到新的服务器上"))
+            chinese += 1
+        else:
+            lines.append(c.assistant([{"type": "text", "text": f"step {i}: the quokka config is fine"}]))
+    write(sessions_dir(tmp_path / "state") / "a.jsonl", lines)
+    db = tmp_path / "a.db"
+    do_import(db, tmp_path / "state")
+    store = open_store(f"sqlite:///{db}")
+    monkeypatch.setattr(W, "AHEAD", 10 ** 6)  # the worker prepares every batch
+    export_snapshot(store, tmp_path / "worker.db", timezone="UTC")
+    monkeypatch.setattr(W, "AHEAD", 0)  # this process prepares every batch it can
+    monkeypatch.setattr(W, "INLINE", 10 ** 6)
+    export_snapshot(store, tmp_path / "here.db", timezone="UTC")
+    worker, here = _snapshot_rows(tmp_path / "worker.db"), _snapshot_rows(tmp_path / "here.db")
+    assert len(worker["messages"]) == 9000
+    assert len(worker["fts 部"]) == len(worker["fts 部署"]) == chinese and len(worker["fts REDACTED"]) == keys
+    assert worker == here

@@ -66,6 +66,25 @@ def prepare_rows(table: str, names: tuple[str, ...], rows: list[tuple], redact: 
     return patches, findings, fts_rows, derived
 
 
+# Batches sent ahead to the worker before this process prepares one itself, and how many it may
+# then prepare while the oldest is still with the worker (bounded memory: at most AHEAD + INLINE).
+AHEAD = 4
+INLINE = 4
+
+
+class _Done:
+    """A batch this process prepared, waiting for its turn to be written."""
+
+    def __init__(self, result):
+        self.result = result
+
+    def ready(self) -> bool:
+        return True
+
+    def get(self):
+        return self.result
+
+
 class Preparer:
     """Redacts rows and prepares search text on the other core, a few batches
     ahead at most (bounded memory); the main process writes each batch, in
@@ -147,9 +166,20 @@ class Preparer:
         if self.pool is None:
             write(rows, prepare_rows(table, names, payload, redact, fts))
             return
+        while self.pending and len(self.pending) >= AHEAD and self.pending[0][2].ready():
+            self._finish_one()  # what the worker has done, written first
+        if len(self.pending) >= AHEAD and len(self.pending) < AHEAD + INLINE:
+            # the worker is behind: this process prepares the batch itself (written in its turn; its
+            # search text indexed by the worker, whose file holds the index)
+            result = prepare_rows(table, names, payload, redact, fts)
+            if fts and self.indexing and result[2]:
+                self._in_order(self.pool.apply_async(index_in_worker, (shape.FTS_TABLE, result[2], False)))
+                result = (*result[:2], [], result[3])
+            self.pending.append((rows, write, _Done(result)))
+            return
         work = prepare_and_index if self.indexing else prepare_rows
         self.pending.append((rows, write, self.pool.apply_async(work, (table, names, payload, redact, fts))))
-        while len(self.pending) > 4:  # bounded memory: a few batches ahead at most
+        while len(self.pending) > AHEAD + INLINE:  # bounded memory: a few batches ahead at most
             self._finish_one()
 
     def _finish_one(self) -> None:
@@ -200,10 +230,11 @@ def _worker_fts_close() -> None:
     conn.close()
 
 
-def index_in_worker(fts: str, rows: list[tuple[int, str]]) -> None:
-    """Index (rowid, text) rows (the text as it is searched: index_text here) in the worker's file."""
+def index_in_worker(fts: str, rows: list[tuple[int, str]], searched: bool = True) -> None:
+    """Index (rowid, text) rows in the worker's file: the text as it is searched (index_text here),
+    or ``searched=False``: already as the index sees it."""
     _worker_fts.executemany(f"INSERT INTO {fts} (rowid, {shape.FTS_COLUMN}) VALUES (?, ?)",
-                            [(rowid, index_text(text)) for rowid, text in rows])
+                            [(rowid, index_text(text)) for rowid, text in rows] if searched else rows)
 
 
 def prepare_and_index(table: str, names: tuple[str, ...], rows: list[tuple], redact: bool, fts: bool):
