@@ -1814,6 +1814,10 @@ class SecretSet:
             return None  # (without RE2: the runs of the text are looked up one by one, see _hits)
         return _bytes_re(b"(?s).*?(?:^|[^A-Za-z0-9])(?:" + b"|".join(sorted(anchors)) + b")")
 
+    def ready(self) -> bool:
+        """Builds the index now (a process forked after this has it too); whether there are values."""
+        return self._ensure()
+
     def _ensure(self) -> bool:
         if not self.kinds:
             return False

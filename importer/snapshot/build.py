@@ -20,7 +20,7 @@ from .facts import finish_counts, refresh_derived, snapshot_facts, table_counts,
 from .paths import generation_file, inspect_path, is_snapshot_file, point
 from .report import ExportReport
 from .rows import Writer, store_rows, table_plans
-from .worker import Preparer
+from .worker import Preparer, one_process
 
 
 def build(store: Store, target: Path, zone, zone_name: str, redact: bool, facts: dict, seq: int,
@@ -44,16 +44,22 @@ def build(store: Store, target: Path, zone, zone_name: str, redact: bool, facts:
         create_schema(out)
         for fts in (shape.FTS_TABLE, shape.TOOL_FTS_TABLE):
             load_settings(out, fts)
-        prep = Preparer(redact, fts_file=fts_file)
-        writer = Writer(out, state, prep, zone, redact)
+        secrets = None
         if redact:
             from .. import redact as R
 
             if progress:
                 progress("credentials")
-            secrets = R.collect(store, shape.redact_columns(), prep.pool)
-            prep.install(secrets)
+            pool = one_process()  # (pass 1's: forked before the set exists)
+            try:
+                secrets = R.collect(store, shape.redact_columns(), pool)
+            finally:
+                if pool is not None:
+                    pool.terminate()
+                    pool.join()
             state.add_secrets(secrets.values())
+        prep = Preparer(redact, fts_file=fts_file, secrets=secrets)
+        writer = Writer(out, state, prep, zone, redact)
         for plan in table_plans(store):
             if progress:
                 progress(plan.name)

@@ -67,11 +67,10 @@ def update(store: Store, target: Path, conn: sqlite3.Connection, state: State, z
         fresh = R.SecretSet(new_values)
         for plan in plans:
             changes[plan.name][0].update(_holding(conn, plan, fresh))
-    prep = Preparer(redact, parallel=sum(len(w) for w, _ in changes.values()) > 20 * BATCH)
+    prep = Preparer(redact, parallel=sum(len(w) for w, _ in changes.values()) > 20 * BATCH,
+                    secrets=secrets if redact else None)
     writer = Writer(conn, state, prep, zone, redact)
     try:
-        if redact:
-            prep.install(secrets)
         changed: dict[str, int] = {}
         # A tool call's arguments and result preview are its messages' (its view): those of a
         # message written again or gone are written again too. Rows go first, the tables that

@@ -66,6 +66,19 @@ def prepare_rows(table: str, names: tuple[str, ...], rows: list[tuple], redact: 
     return patches, findings, fts_rows, derived
 
 
+_CONTEXT = "fork" if hasattr(os, "fork") else "spawn"
+
+
+def one_process():
+    """A pool of one worker process, or None (one core, or no processes here: the work is done inline)."""
+    if (os.cpu_count() or 1) < 2:
+        return None
+    try:
+        return multiprocessing.get_context(_CONTEXT).Pool(1)
+    except (OSError, ValueError):
+        return None
+
+
 # Batches sent ahead to the worker before this process prepares one itself, and how many it may
 # then prepare while the oldest is still with the worker (bounded memory: at most AHEAD + INLINE).
 AHEAD = 4
@@ -91,17 +104,24 @@ class Preparer:
     order, once its result is back. ``parallel=False``: all in this process
     (an update's few rows are not worth a worker)."""
 
-    def __init__(self, redact: bool, parallel: bool = True, fts_file: Path | None = None):
+    def __init__(self, redact: bool, parallel: bool = True, fts_file: Path | None = None, secrets=None):
+        """``secrets``: the set pass 2 replaces (redact.py's SecretSet), searchable here and in the
+        worker: its index is built before the worker is forked, which has it from then on (an
+        index of 100,000 values takes a second to build: once, not in each process)."""
         self.redact = redact
         self.pending: deque = deque()
-        self.pool = None
         self.indexing = False  # the worker writes the messages' index into fts_file
         self.closing = None  # and then completes it: the pending result
-        if parallel and (os.cpu_count() or 1) > 1:
-            try:
-                self.pool = multiprocessing.get_context("fork" if hasattr(os, "fork") else "spawn").Pool(1)
-            except (OSError, ValueError):  # no processes here: do it inline
-                self.pool = None
+        if secrets is not None:
+            from .. import redact as R
+
+            R.install_set(secrets)
+            secrets.ready()
+        self.pool = one_process() if parallel else None
+        if self.pool is not None and secrets is not None and _CONTEXT != "fork":
+            from .. import redact as R
+
+            self._in_order(self.pool.apply_async(R.install, (secrets.values(),)))
         if self.pool is not None and fts_file is not None:
             self.pool.apply(_worker_fts_open, (str(fts_file),))
             self.indexing = True
@@ -139,14 +159,6 @@ class Preparer:
     def _in_order(self, result) -> None:
         """A worker task with no rows to write, waited for in its place among the batches."""
         self.pending.append(([], lambda rows, got: None, result))
-
-    def install(self, secrets) -> None:
-        """The set pass 2 replaces, here and in the worker."""
-        from .. import redact as R
-
-        R.install_set(secrets)
-        if self.pool is not None:  # (the worker runs its tasks in order: this one before the rows)
-            self._in_order(self.pool.apply_async(R.install, (secrets.values(),)))
 
     def add(self, table: str, names: tuple, rows: list, write, text_cols=None) -> None:
         from .. import redact as R
