@@ -175,6 +175,7 @@ _DOTTED = re.compile(r"[A-Za-z_$][\w$]*(?:(?:\.|::|->)[A-Za-z_$][\w$]*)+(?:\(\))
 _CONSTANT = re.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+|[A-Z]+")  # YOUR_API_KEY, OPENAI_TOKEN: names, not values
 _PLACEHOLDER_WORDS = ("your", "here", "example", "placeholder", "dummy", "sample", "xxxx", "redacted", "<", ">",
                       "****", "••", "…", "...")
+_PLACEHOLDER_WORD = re.compile("|".join(map(re.escape, _PLACEHOLDER_WORDS)))  # one search, not a test a word
 _FILE_NAME = re.compile(r"[\w.-]+\.(?:json|ya?ml|toml|ini|env|txt|md|py|js|ts|sh|conf|cfg|pem|key|crt|log|db|"
                         r"sqlite|pub|ppk|p12|pfx|jks|keystore|gpg|asc|age|html?|css|csv|xml|lock|zip|gz)")
 _PATH_OR_HOST = re.compile(r"[\w.-]+(?:/[\w.-]+)+/?|[\w-]+(?:\.[\w-]+)+")
@@ -233,7 +234,7 @@ def looks_secret(value: str, quoted: bool = False) -> bool:
     low = v.lower()
     if low in _PLACEHOLDERS or not low.strip("*x•._-#?0") or _CONSTANT.fullmatch(v):
         return False
-    if any(word in low for word in _PLACEHOLDER_WORDS):
+    if _PLACEHOLDER_WORD.search(low):
         return False
     if _NUMERIC.fullmatch(v) or _UUID.fullmatch(v):
         return False
@@ -274,7 +275,7 @@ def _random_key(v: str) -> bool:
     if not (digit and (upper or lower)) and not (upper and lower):
         return False
     low = body.lower()
-    if any(w in low for w in _PLACEHOLDER_WORDS) or _CONSTANT.fullmatch(body):
+    if _PLACEHOLDER_WORD.search(low) or _CONSTANT.fullmatch(body):
         return False
     return entropy(body) >= 3.3
 
@@ -1010,7 +1011,7 @@ class Detector:
         if _N_JWT in hit:
             for m in _JWT.finditer(text):
                 token = m.group()
-                if JwtTokenDetector.is_formally_valid(token) or token.count(".") == 2 and len(token) > 60:
+                if token.count(".") == 2 and len(token) > 60 or JwtTokenDetector.is_formally_valid(token):
                     out.append((token, "jwt", m.start(), m.end()))
         if _N_PEM in hit:
             self._pem(text, out)
@@ -1974,6 +1975,8 @@ class SecretSet:
                 hi = min(len(data), max(start, 0) + 10 * value_len + 9)
                 if entries[i][4] and data.find(entries[i][4], lo, hi) < 0:
                     continue  # its longest run, never escaped, is not there: not it
+                if not all(data.find(run, lo, hi) >= 0 for run in _RUN.findall(entries[i][1])):
+                    continue  # nor is every other run (a look-alike: a value's pattern costs ms to compile)
                 windows = regex.setdefault(i, [])
                 if windows is not None:
                     windows.append((lo, hi))
