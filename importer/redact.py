@@ -839,11 +839,15 @@ def _quoted_value(m: re.Match, prefix: str = "") -> tuple[str | None, int, int, 
     return v, m.start(prefix + "uv"), m.end(prefix + "uv"), False
 
 
+_B64_MEMO_RUN = 512  # base64 runs up to this long are remembered with what their text holds
+
+
 class Detector:
     """Credential values in one decoded string: ``scan(text)`` -> [(value, kind)]."""
 
     def __init__(self):
         self.needles = _NeedleSet(_NEEDLES, (_N_FORMATS,))
+        self._b64_memo: dict = {}  # (base64 run, depth) -> what find found in its text
         # What a stored JSON column must contain for any string in it to be worth decoding.
         self.row_needles = _NeedleSet(_NEEDLES + [_B64_TEXT])
         self._b64 = _compile(_B64_TEXT, capture=False)
@@ -979,12 +983,18 @@ class Detector:
             out.extend((v, k, -1, -1) for v, k, _s, _e in found)
 
     def _base64(self, text: str, out: list, depth: int) -> None:
+        memo = self._b64_memo
         for m in _B64_RUN_RE.finditer(text):
             run = m.group()
-            decoded = _b64_text(run)
-            if decoded is None:
-                continue
-            found = self.find(decoded, depth=depth + 1)
+            key = (run, depth)
+            found = memo.get(key)
+            if found is None:
+                decoded = _b64_text(run)
+                found = self.find(decoded, depth=depth + 1) if decoded is not None else []
+                if len(run) <= _B64_MEMO_RUN:  # (a JWT's header, a config blob: the same again and again)
+                    if len(memo) >= 4096:
+                        memo.clear()
+                    memo[key] = found
             if not found:
                 continue
             for v, k, _s, _e in found:
