@@ -341,6 +341,7 @@ _KEY_NAME = re.compile(rf"(?i)(?:{_KEYWORDS})([\w-]*)$|^authorization$|^x-api-ke
 _PASSWORD_WORDS = ("pass", "pwd", "contrase", "密码", "口令", "パスワード", "비밀번호", "암호", "暗証")
 
 
+@functools.lru_cache(maxsize=4096)  # (names repeat: password, GH_TOKEN, api_key...)
 def _name_is_secret(name: str) -> bool:
     """A JSON key or variable name that holds a credential (``api_key``,
     ``GITHUB_TOKEN``, ``clientSecret``), not one about them (``max_tokens``,
@@ -367,10 +368,12 @@ _NOT_ENV_KEY = re.compile(r"(?:^|_)(?:PUBLIC|PUB|SORT|PARTITION|PRIMARY|FOREIGN|
                           r"SHARD|INDEX|STATE|REGISTRY|SEARCH|RESULT|ROW|ID|CONFIG|FILE|PATH|NAME|TYPE)_")
 
 
+@functools.lru_cache(maxsize=4096)  # (names repeat: password, GH_TOKEN, api_key...)
 def _env_key_name(name: str) -> bool:
     return len(name) <= 64 and _ENV_KEY.fullmatch(name) is not None and _NOT_ENV_KEY.search(name) is None
 
 
+@functools.lru_cache(maxsize=4096)  # (names repeat: password, GH_TOKEN, api_key...)
 def _keyword_kind(name: str) -> str:
     low = name.lower()
     return "password" if any(w in low for w in _PASSWORD_WORDS) else "secret"
