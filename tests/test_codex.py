@@ -1040,3 +1040,16 @@ def test_mariadb_holds_the_same_rows(samples, tmp_path, mariadb_url):
     stats = [json.loads(ic.run_cli(["stats", "--db", url, "--json"]).stdout)["by_source"]["codex"]
              for url in (sqlite_url, mariadb_url)]
     assert stats[0] == stats[1] and stats[0]["replayed_entries"] == len(parent.lines)
+
+
+def test_a_folder_of_groups_of_servers(tmp_path):
+    """Servers grouped one level deeper (by kind, by site): each found, named by its own folder; a
+    group with nothing known inside is named in a warning."""
+    for n, (group, name) in enumerate((("codex", "laptop"), ("codex", "build-box"), ("site-b", "nas"))):
+        F.conversation(sid=F.uuid7(F.T0, 60 + n), turns=1).write_in(tmp_path / "trees" / group / name / ".codex" / "sessions")
+    (tmp_path / "trees" / "notes" / "drafts").mkdir(parents=True)
+    found = discover([str(tmp_path / "trees")])
+    assert sorted({(u.server, u.source.kind) for u in found.units}) == [
+        ("build-box", "codex"), ("laptop", "codex"), ("nas", "codex")]
+    assert [w for w in found.warnings if "notes" in w] == [
+        f"skipped {tmp_path / 'trees' / 'notes'}: no transcripts of a known kind inside"]

@@ -11,7 +11,8 @@ kind is adding a module (and its tests), nothing else.
 at the path; several may (an OpenClaw state dir holds JSONL files and SQLite
 stores). A single file goes to the first kind that claims it by name and
 first bytes. A folder no kind recognises may hold one tree per server: each
-subfolder is tried, its name the server's. Everything is read through one
+subfolder is tried, its name the server's; a subfolder no kind recognises
+may itself hold one tree per server (servers grouped by kind or by site). Everything is read through one
 filesystem interface (``fs.py``), local or SFTP, so discovery and reading
 work the same over SSH.
 """
@@ -147,10 +148,11 @@ def discover(paths: list[str], server: str | None = None, agent: str | None = No
             if found[0] == "file":
                 _file(fs, fs.resolve(path) if not fs.remote else path, found, scope, out)
             elif not _folder(fs, path, scope, out):
-                # One subfolder per server.
+                # One subfolder per server; or a folder of such folders (grouped by kind, by site)
                 any_found = False
                 for sub in fs.subdirs(path):
-                    if _folder(fs, sub.path, Scope(server or sub.name, agent, wanted, timezone), out):
+                    if _folder(fs, sub.path, Scope(server or sub.name, agent, wanted, timezone), out) \
+                            or _servers(fs, sub.path, server, agent, wanted, timezone, out):
                         any_found = True
                     else:
                         out.warnings.append(f"skipped {sub.path}: no transcripts of a known kind inside")
@@ -242,6 +244,16 @@ def _problems(fs: FileSystem, server: str, out: Discovery) -> None:
     if len(loops) > 20:
         out.warnings.append(f"... and {len(loops) - 20} more links in a loop not followed")
     fs.bad_names, fs.outside, fs.loops = [], [], []
+
+
+def _servers(fs: FileSystem, path: str, server: str | None, agent: str | None, wanted, timezone: str | None,
+             out: Discovery) -> bool:
+    """A folder of one subfolder per server, each named by its own name: whether any was recognised."""
+    found = False
+    for sub in fs.subdirs(path):
+        if _folder(fs, sub.path, Scope(server or sub.name, agent, wanted, timezone), out):
+            found = True
+    return found
 
 
 def _folder(fs: FileSystem, path: str, scope: Scope, out: Discovery) -> bool:
