@@ -109,3 +109,28 @@ def test_a_filter_that_matches_nothing_says_what_there_is(demo, tmp_path):
     assert got.returncode == 1
     line = next(x for x in got.stderr.splitlines() if x.startswith("warning: no agent 'nobody'"))
     assert "agents there:" in line and "main" in line
+
+
+def test_the_help_names_the_kinds_from_an_index_that_follows_the_package(tmp_path):
+    """`agentbase -h` names the kinds from the index the first one wrote (no kind imported), and an
+    index written for another package state (a module added, edited, a plug-in installed) is not
+    believed: the kinds are imported and the index written again."""
+    import importer.sources as S
+
+    env = {"AGENTBASE_HOME": str(tmp_path)}
+    first = agentbase("-h", env=env)
+    index = tmp_path / S.INDEX_NAME
+    data = json.loads(index.read_text())
+    assert data["kinds"] == sorted({s.kind for s in S.all_sources()}) and data["key"] == S._index_key()
+    assert agentbase("-h", env=env).stdout == first.stdout
+    # an index of another package state, listing a kind that is not there: not read
+    index.write_text(json.dumps({"key": data["key"][:2] + [data["key"][2][1:], []], "kinds": ["made-up-kind"]}))
+    again = agentbase("-h", env=env)
+    assert again.stdout == first.stdout and "made-up-kind" not in again.stdout
+    assert json.loads(index.read_text()) == data
+    # the same state: believed (the index is what is read)
+    index.write_text(json.dumps({"key": data["key"], "kinds": ["made-up-kind"]}))
+    assert "made-up-kind" in agentbase("-h", env=env).stdout
+    # no folder for the archive yet: nothing written, the kinds imported
+    gone = tmp_path / "none"
+    assert agentbase("-h", env={"AGENTBASE_HOME": str(gone)}).stdout == first.stdout and not gone.exists()
