@@ -79,6 +79,8 @@ class Preparer:
         self.indexing = False  # the worker writes the messages' index into fts_file
         self.closing = None  # and then completes it: the pending result
         if parallel and (os.cpu_count() or 1) > 1:
+            if redact:
+                from .. import redact as _load_detectors  # noqa: F401  (once, before the worker forks)
             try:
                 self.pool = multiprocessing.get_context("fork" if hasattr(os, "fork") else "spawn").Pool(1)
             except (OSError, ValueError):  # no processes here: do it inline
