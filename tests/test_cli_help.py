@@ -111,31 +111,6 @@ def test_a_filter_that_matches_nothing_says_what_there_is(demo, tmp_path):
     assert "agents there:" in line and "main" in line
 
 
-def test_the_help_names_the_kinds_from_an_index_that_follows_the_package(tmp_path):
-    """`agentbase -h` names the kinds from the index the first one wrote (no kind imported), and an
-    index written for another package state (a module added, edited, a plug-in installed) is not
-    believed: the kinds are imported and the index written again."""
-    import importer.sources as S
-
-    env = {"AGENTBASE_HOME": str(tmp_path)}
-    first = agentbase("-h", env=env)
-    index = tmp_path / S.INDEX_NAME
-    data = json.loads(index.read_text())
-    assert data["kinds"] == sorted({s.kind for s in S.all_sources()}) and data["key"] == S._index_key()
-    assert agentbase("-h", env=env).stdout == first.stdout
-    # an index of another package state, listing a kind that is not there: not read
-    index.write_text(json.dumps({"key": data["key"][:2] + [data["key"][2][1:], []], "kinds": ["made-up-kind"]}))
-    again = agentbase("-h", env=env)
-    assert again.stdout == first.stdout and "made-up-kind" not in again.stdout
-    assert json.loads(index.read_text()) == data
-    # the same state: believed (the index is what is read)
-    index.write_text(json.dumps({"key": data["key"], "kinds": ["made-up-kind"]}))
-    assert "made-up-kind" in agentbase("-h", env=env).stdout
-    # no folder for the archive yet: nothing written, the kinds imported
-    gone = tmp_path / "none"
-    assert agentbase("-h", env={"AGENTBASE_HOME": str(gone)}).stdout == first.stdout and not gone.exists()
-
-
 def _modules(env: dict, *args: str) -> set[str]:
     """The modules an `agentbase ARGS` run had imported when it exited (it must succeed)."""
     out = Path(env["AGENTBASE_HOME"]) / "modules.txt"
@@ -150,20 +125,15 @@ def _modules(env: dict, *args: str) -> set[str]:
 
 
 def test_start_up_imports_what_the_command_uses(tmp_path):
-    """Issue #23: `agentbase -h` imports no kind, no pipeline and no store reader of a kind's; an
+    """Issue #23: `agentbase -h` imports no pipeline, no stats and no YAML; an
     import, a stats and an export with nothing new import no YAML, zstd or importlib.metadata (no
     config file, no plug-in, no compressed file), and the export neither the credential detectors
     (detect-secrets, requests) nor sqlite-utils (numpy)."""
     env = {"AGENTBASE_HOME": str(tmp_path), "AGENTBASE_CONFIG": str(tmp_path / "none.yml"), "HOME": str(tmp_path)}
     assert agentbase("import", "--demo", "-q", env=env).returncode == 0
     assert agentbase("export", "-q", env=env).returncode == 0
-    agentbase("-h", env=env)  # (the kinds' index)
-    kinds = {f"importer.sources.{m.stem}" for m in (REPO / "importer" / "sources").glob("*.py")} - {
-        "importer.sources.__init__", "importer.sources.base", "importer.sources.fs"}
     top = _modules(env, "-h")
-    assert not top & kinds, sorted(top & kinds)
-    assert not top & {"importer.pipeline", "importer.writer", "importer.stats", "importer.parser", "yaml",
-                      "importlib.metadata"}
+    assert not top & {"importer.pipeline", "importer.stats", "yaml", "importlib.metadata"}
     heavy = {"yaml", "zstandard", "importlib.metadata"}
     demo = str(tmp_path / "demo-transcripts")
     for args in (["import", demo, "-q"], ["stats"], ["export", "-q"]):

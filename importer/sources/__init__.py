@@ -84,37 +84,24 @@ PLUGIN_GROUP = "agentbase.sources"
 def _entry_points(group: str) -> list:
     """``importlib.metadata.entry_points(group=group)``, the same entry points in the same order,
     without parsing every installed distribution's entry points (and importing importlib.metadata,
-    email and zipfile) when none declares the group (:func:`_holders`)."""
-    holders = _holders(group)
-    if holders is None:
-        return _all_entry_points(group)
-    if not holders:
-        return []
-    from importlib.metadata import PathDistribution
-    from pathlib import Path
-
-    return [ep for path in holders for ep in PathDistribution(Path(path)).entry_points.select(group=group)]
-
-
-def _holders(group: str) -> list[str] | None:
-    """The distributions (their dist-info folders) whose ``entry_points.txt`` names ``group``: the
-    sys.path folders are listed and only those files read, each distribution the first of its name
-    on sys.path as importlib.metadata counts it. None when a zip is on sys.path, or a finder of
-    distributions of its own: importlib.metadata's to read (one in a million runs)."""
+    email and zipfile) when none declares the group: the sys.path folders are listed and only
+    the ``entry_points.txt`` that name the group are parsed, each distribution the first of its
+    name on sys.path as importlib.metadata counts it. A zip on sys.path, or a finder of
+    distributions of its own, is left to importlib.metadata (one in a million runs)."""
     import os
     import sys
 
     if any(hasattr(f, "find_distributions") and f.__name__ != "PathFinder" for f in
            (f if isinstance(f, type) else type(f) for f in sys.meta_path)):
-        return None
+        return _all_entry_points(group)
     seen: set[str] = set()
-    holders = []
+    holders = []  # the dist-info folders whose entry_points.txt names the group
     for entry in sys.path:
         folder = entry or "."
         try:
             names = os.listdir(folder)
         except NotADirectoryError:
-            return None  # (a zip)
+            return _all_entry_points(group)  # (a zip)
         except OSError:
             continue
         for name in names:
@@ -131,8 +118,13 @@ def _holders(group: str) -> list[str] | None:
             except (OSError, ValueError):
                 continue
             if group in text:
-                holders.append(os.path.abspath(os.path.join(folder, name)))
-    return holders
+                holders.append(os.path.join(folder, name))
+    if not holders:
+        return []
+    from importlib.metadata import PathDistribution
+    from pathlib import Path
+
+    return [ep for path in holders for ep in PathDistribution(Path(path)).entry_points.select(group=group)]
 
 
 def _all_entry_points(group: str) -> list:
@@ -148,87 +140,8 @@ def kind(name: str) -> Source:
 
 
 def kinds() -> list[str]:
-    """The ``source`` column's values, one per kind. Before the kinds are loaded, from the index the
-    last call wrote (:func:`_kinds_index`) while it still describes this package and these plug-ins:
-    `agentbase --help` names every kind without importing them (a third of its instructions)."""
-    if _registry is None:
-        key = _index_key()
-        if key is not None:
-            path, found = _kinds_index(key)
-            if found is not None:
-                return found
-            out = sorted({s.kind for s in all_sources()})
-            _write_index(path, key, out)
-            return out
+    """The ``source`` column's values, one per kind."""
     return sorted({s.kind for s in all_sources()})
-
-
-INDEX_NAME = "kinds-index.json"
-
-
-def _index_key() -> list | None:
-    """What the kinds' list depends on: this interpreter, every module of this package (name, size,
-    mtime) and the plug-ins' distributions (None: a plug-in finder the scan does not read)."""
-    import os
-    import sys
-
-    folder = os.path.dirname(os.path.abspath(__file__))
-    try:
-        files = sorted([e.name, e.stat().st_size, e.stat().st_mtime_ns]
-                       for e in os.scandir(folder) if e.name.endswith(".py"))
-        holders = _holders(PLUGIN_GROUP)
-        if holders is None:
-            return None
-        plugins = [[p, os.stat(os.path.join(p, "entry_points.txt")).st_mtime_ns] for p in holders]
-    except OSError:
-        return None
-    return [sys.version, folder, files, plugins]
-
-
-def _index_path():
-    import os
-    from pathlib import Path
-
-    home = os.environ.get("AGENTBASE_HOME")
-    if home:
-        return Path(home).expanduser() / INDEX_NAME
-    data = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
-    return Path(data) / "agentbase" / INDEX_NAME  # (beside the embedded store: store.default_db_path)
-
-
-def _kinds_index(key: list):
-    """(the index's path, the kinds it lists when it was written for ``key``, else None)."""
-    import json
-
-    path = _index_path()
-    try:
-        data = json.loads(path.read_bytes())
-        if data.get("key") == key and isinstance(data.get("kinds"), list):
-            return path, [str(k) for k in data["kinds"]]
-    except (OSError, ValueError, AttributeError):
-        pass
-    return path, None
-
-
-def _write_index(path, key: list, found: list[str]) -> None:
-    """Write the index where the archive's folder already is (never creating it), all or nothing."""
-    import json
-    import os
-    import tempfile
-
-    if not path.parent.is_dir():
-        return
-    try:
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".kinds-", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump({"key": key, "kinds": found}, f)
-            os.replace(tmp, path)
-        except BaseException:
-            os.unlink(tmp)
-            raise
-    except OSError:
-        pass  # (a read-only home: every --help imports the kinds)
 
 
 def default_paths(fs: FileSystem | None = None) -> list[str]:
