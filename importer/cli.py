@@ -10,8 +10,7 @@ from pathlib import Path
 import click
 import orjson
 
-from . import __version__, stats as stats_mod
-from .pipeline import run_import
+from . import __version__
 from .store import StoreError, default_db_path, open_store
 from .config import default_config_path
 
@@ -160,6 +159,7 @@ def import_(paths, server, agent, db, demo, json_summary, quiet, config_file, fo
     store = _open(db)
     show_bar = not quiet and sys.stderr.isatty()
 
+    from .pipeline import run_import  # (here: `agentbase --help` and `stats` do without the pipeline)
     from .sources.fs import FileSystem
 
     fs = FileSystem(follow_symlinks=follow_symlinks)
@@ -345,6 +345,8 @@ def secrets(db, as_json):
 def stats(db, as_json, by):
     """Totals: sessions, messages by role, tool calls, exec calls, thinking,
     tokens and cost (each model call once), bad and pending lines."""
+    from . import stats as stats_mod
+
     store = _open(db, create=False)
     try:
         totals = stats_mod.collect(store, by)
@@ -655,6 +657,8 @@ def watch(paths, config_file, db, output, interval, quiet):
             say(f"{time.strftime('%H:%M:%S')} {report.summary()}")
 
     def import_local():
+        from .pipeline import run_import
+
         if config is None:
             report_line(run_import(store, local_paths))
             return

@@ -308,8 +308,6 @@ def _serve_options(raw: Any, where: str) -> ServeOptions:
 def load_serve_options(path: str | os.PathLike | None = None) -> ServeOptions:
     """The ``serve:`` section of the config file (default: :func:`default_config_path`; none there:
     the defaults). Only this section is read, so serving needs none of the servers' variables."""
-    import yaml
-
     where = Path(path).expanduser() if path else default_config_path()
     try:
         text = where.read_text(encoding="utf-8")
@@ -319,6 +317,8 @@ def load_serve_options(path: str | os.PathLike | None = None) -> ServeOptions:
         return ServeOptions()
     except OSError as exc:
         raise ConfigError(f"cannot read the config file {where}: {exc.strerror or exc}") from None
+    import yaml  # (only when there is a file: PyYAML is a tenth of a start-up)
+
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError:
@@ -333,17 +333,19 @@ def load_serve_options(path: str | os.PathLike | None = None) -> ServeOptions:
 def load_price_overrides(path: str | os.PathLike | None = None) -> dict | None:
     """The ``prices:`` section of the config file (default: :func:`default_config_path`; none there:
     None), for imports that name their PATHs. Only this section is read."""
-    import yaml
-
     where = Path(path).expanduser() if path else default_config_path()
     try:
-        data = yaml.safe_load(where.read_text(encoding="utf-8"))
+        text = where.read_text(encoding="utf-8")
     except FileNotFoundError:
         if path:
             raise ConfigError(f"no config file at {where}") from None
         return None
     except OSError as exc:
         raise ConfigError(f"cannot read the config file {where}: {exc.strerror or exc}") from None
+    import yaml  # (only when there is a file: PyYAML is a tenth of a start-up)
+
+    try:
+        data = yaml.safe_load(text)
     except yaml.YAMLError:
         raise ConfigError(f"{where}: invalid YAML") from None
     if not isinstance(data, dict):

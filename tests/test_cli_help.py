@@ -109,3 +109,34 @@ def test_a_filter_that_matches_nothing_says_what_there_is(demo, tmp_path):
     assert got.returncode == 1
     line = next(x for x in got.stderr.splitlines() if x.startswith("warning: no agent 'nobody'"))
     assert "agents there:" in line and "main" in line
+
+
+def _modules(env: dict, *args: str) -> set[str]:
+    """The modules an `agentbase ARGS` run had imported when it exited (it must succeed)."""
+    out = Path(env["AGENTBASE_HOME"]) / "modules.txt"
+    code = ("import atexit, runpy, sys\n"
+            f"atexit.register(lambda: open({str(out)!r}, 'w').write('\\n'.join(sorted(sys.modules))))\n"
+            f"sys.argv = ['agentbase', *{list(args)!r}]\n"
+            "runpy.run_module('importer', run_name='__main__')\n")
+    got = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True,
+                         env={**os.environ, **env}, timeout=300)
+    assert got.returncode == 0, got.stderr[-800:]
+    return set(out.read_text().split())
+
+
+def test_start_up_imports_what_the_command_uses(tmp_path):
+    """Issue #23: `agentbase -h` imports no pipeline, no stats and no YAML; an
+    import, a stats and an export with nothing new import no YAML, zstd or importlib.metadata (no
+    config file, no plug-in, no compressed file), and the export neither the credential detectors
+    (detect-secrets, requests) nor sqlite-utils (numpy)."""
+    env = {"AGENTBASE_HOME": str(tmp_path), "AGENTBASE_CONFIG": str(tmp_path / "none.yml"), "HOME": str(tmp_path)}
+    assert agentbase("import", "--demo", "-q", env=env).returncode == 0
+    assert agentbase("export", "-q", env=env).returncode == 0
+    top = _modules(env, "-h")
+    assert not top & {"importer.pipeline", "importer.stats", "yaml", "importlib.metadata"}
+    heavy = {"yaml", "zstandard", "importlib.metadata"}
+    demo = str(tmp_path / "demo-transcripts")
+    for args in (["import", demo, "-q"], ["stats"], ["export", "-q"]):
+        got = _modules(env, *args)
+        assert not got & heavy, (args, sorted(got & heavy))
+    assert not got & {"importer.redact", "detect_secrets", "requests", "sqlite_utils", "numpy"}, sorted(got)

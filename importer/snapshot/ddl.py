@@ -9,8 +9,6 @@ import re
 import sqlite3
 from pathlib import Path
 
-import sqlite_utils
-
 from .. import shape
 from ..search import TOKENIZE, copy_index
 
@@ -41,6 +39,8 @@ def create_schema(conn: sqlite3.Connection) -> None:
     """Every table (through sqlite-utils: its columns in reading order, the primary key, the
     archive's foreign keys; the generated columns made so in the same statement), the full-text
     indexes, the marker and the redactions table."""
+    import sqlite_utils  # (here: an update with nothing new makes no table; sqlite-utils imports numpy)
+
     db = sqlite_utils.Database(conn)
     for name in tuple(shape.tables()):
         cols = shape.base_columns(name)
@@ -92,6 +92,8 @@ def adopt_fts(path: Path, fts_file: Path) -> None:
 def create_indexes(conn: sqlite3.Connection, redact: bool, leading: str | None = None) -> None:
     """The tables' indexes (``leading``: only those whose first column it is; those made already
     are left as they are)."""
+    import sqlite_utils
+
     db = sqlite_utils.Database(conn)
     wanted = [(shape.base_table(table.name), shape.index_name(table.name, cols), cols)
               for table in shape.tables().values() for cols in table.indexes]

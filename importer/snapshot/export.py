@@ -13,7 +13,6 @@ from pathlib import Path
 from ..snapshot_state import State, state_path
 from ..store import Store, StoreError
 from ..zones import resolve_zone
-from .build import build
 from .facts import read_marker, shape_digest
 from .paths import check_target, remove_leftovers, snapshot_path_for
 from .report import ExportReport
@@ -82,8 +81,6 @@ def export_snapshot(store: Store, output: str | os.PathLike | None = None, timez
     target = Path(output).expanduser() if output else snapshot_path_for(store)
     zone_name, zone = resolve_zone(timezone)
     check_target(target)  # before anything is written or removed beside it
-    if redact:
-        from .. import redact as _load_detectors  # noqa: F401  (once, before the worker forks)
     remove_leftovers(target)
     try:
         with store.reading():  # one state of the store for the whole export
@@ -100,6 +97,8 @@ def export_snapshot(store: Store, output: str | os.PathLike | None = None, timez
                     report.elapsed_s = time.perf_counter() - started
                     return report
                 why = "the update found changes it cannot apply in place"
+            from .build import build  # (here: an update does without the build's modules)
+
             report = build(store, target, zone, zone_name, redact, facts, seq, progress)
             report.why_full = why
     except sqlite3.Error as exc:  # the disk is full, the store is unreadable...

@@ -25,8 +25,6 @@ def update(store: Store, target: Path, conn: sqlite3.Connection, state: State, z
            redact: bool, seq: int, progress) -> ExportReport | None:
     """Apply the store's changes since the snapshot last saw it, in one transaction; None when a
     full build must do it instead."""
-    from .. import redact as R
-
     # the snapshot's write lock first: what the update reads of it is what it changes
     conn.execute("BEGIN IMMEDIATE")
     state.begin()
@@ -39,23 +37,29 @@ def update(store: Store, target: Path, conn: sqlite3.Connection, state: State, z
     touched = store.changed_sessions(applied, seq)
     plans = table_plans(store)
     # 1. which rows differ (their hash), which are gone; the credentials of the rows that differ
-    known = R.SecretSet(state.secrets()) if redact else None
     detections: list[tuple[str, str]] = []
     changes: dict[str, tuple[set, set]] = {}
     detect = shape.redact_columns()
     for plan in plans:
         write, gone = _differences(store, conn, state, plan, touched)
         if write and redact and plan.name in detect:
+            from .. import redact as R
+
             for rows in store_rows_by_id(store, plan, sorted(write)):
                 detections += R.detect_rows(plan.name, plan.select, rows, tuple(detect[plan.name]))
         changes[plan.name] = (write, gone)
-    new_values = known.newer(detections) if redact else []
-    if not any(w or g for w, g in changes.values()) and not new_values:
+    if not any(w or g for w, g in changes.values()):
+        # nothing new (and so no credential new either): redact.py and its detectors (detect-secrets,
+        # requests: a third of such a sync's instructions) are not even imported
         conn.execute("ROLLBACK")
         state.rollback()
         report = ExportReport(str(target), zone_name, unchanged=True, mode="update")
         report.bytes = target.stat().st_size
         return report
+    if redact:
+        from .. import redact as R
+    known = R.SecretSet(state.secrets()) if redact else None
+    new_values = known.newer(detections) if redact else []
     secrets = known
     if new_values:
         if _overlaps(known, new_values):

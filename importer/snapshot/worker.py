@@ -112,15 +112,14 @@ class Preparer:
         self.pending: deque = deque()
         self.indexing = False  # the worker writes the messages' index into fts_file
         self.closing = None  # and then completes it: the pending result
-        if secrets is not None:
-            from .. import redact as R
+        if redact or secrets is not None:
+            from .. import redact as R  # (once, before the worker forks)
 
+        if secrets is not None:
             R.install_set(secrets)
             secrets.ready()
         self.pool = one_process() if parallel else None
         if self.pool is not None and secrets is not None and _CONTEXT != "fork":
-            from .. import redact as R
-
             self._in_order(self.pool.apply_async(R.install, (secrets.values(),)))
         if self.pool is not None and fts_file is not None:
             self.pool.apply(_worker_fts_open, (str(fts_file),))

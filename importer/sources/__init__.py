@@ -22,6 +22,7 @@ from __future__ import annotations
 import importlib
 import logging
 import pkgutil
+import re
 
 # The package's public names: what a kind (built in or a plug-in) builds on.
 from ..units import (  # noqa: F401
@@ -67,10 +68,8 @@ def all_sources() -> list[Source]:
 
 
 def _plugins() -> list[Source]:
-    from importlib.metadata import entry_points
-
     out = []
-    for ep in entry_points(group="agentbase.sources"):
+    for ep in _entry_points(PLUGIN_GROUP):
         try:
             loaded = ep.load()
         except Exception as exc:  # a broken plug-in never stops the built-in kinds
@@ -78,6 +77,61 @@ def _plugins() -> list[Source]:
             continue
         out.extend(loaded if isinstance(loaded, (list, tuple)) else [loaded])
     return out
+
+
+PLUGIN_GROUP = "agentbase.sources"
+
+
+def _entry_points(group: str) -> list:
+    """``importlib.metadata.entry_points(group=group)``, the same entry points in the same order,
+    without parsing every installed distribution's entry points (and importing importlib.metadata,
+    email and zipfile) when none declares the group: the sys.path folders are listed and only
+    the ``entry_points.txt`` that name the group are parsed, each distribution the first of its
+    name on sys.path as importlib.metadata counts it. A zip on sys.path, or a finder of
+    distributions of its own, is left to importlib.metadata (one in a million runs)."""
+    import os
+    import sys
+
+    if any(hasattr(f, "find_distributions") and f.__name__ != "PathFinder" for f in
+           (f if isinstance(f, type) else type(f) for f in sys.meta_path)):
+        return _all_entry_points(group)
+    seen: set[str] = set()
+    holders = []  # the dist-info folders whose entry_points.txt names the group
+    for entry in sys.path:
+        folder = entry or "."
+        try:
+            names = os.listdir(folder)
+        except NotADirectoryError:
+            return _all_entry_points(group)  # (a zip)
+        except OSError:
+            continue
+        for name in names:
+            low = name.lower()
+            if not low.endswith((".dist-info", ".egg-info")):
+                continue
+            key = re.sub(r"[-_.]+", "_", low.rpartition(".")[0].partition("-")[0])
+            if key in seen:
+                continue
+            seen.add(key)
+            try:
+                with open(os.path.join(folder, name, "entry_points.txt"), encoding="utf-8") as f:
+                    text = f.read()
+            except (OSError, ValueError):
+                continue
+            if group in text:
+                holders.append(os.path.join(folder, name))
+    if not holders:
+        return []
+    from importlib.metadata import PathDistribution
+    from pathlib import Path
+
+    return [ep for path in holders for ep in PathDistribution(Path(path)).entry_points.select(group=group)]
+
+
+def _all_entry_points(group: str) -> list:
+    from importlib.metadata import entry_points
+
+    return list(entry_points(group=group))
 
 
 def kind(name: str) -> Source:

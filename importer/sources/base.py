@@ -10,7 +10,6 @@ checkpoint and what reading a unit gives the writer) into a
 
 from __future__ import annotations
 
-import socket
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -21,6 +20,8 @@ if TYPE_CHECKING:
 
 
 def default_server_name() -> str:
+    import socket  # (here: most of a start-up needs no socket module)
+
     return socket.gethostname().split(".")[0] or "local"
 
 

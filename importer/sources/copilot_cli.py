@@ -27,12 +27,12 @@ cost is recorded (the price table prices the tokens). Every other event is an en
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from typing import Any
 
 import orjson
-import yaml
 
 from .. import parser as P
 from .. import rows as R
@@ -108,24 +108,29 @@ def exit_code(text: str | None) -> int | None:
     return int(found[-1]) if found else None
 
 
-class _WorkspaceLoader(yaml.SafeLoader):
+@functools.cache
+def _workspace_loader():
     """YAML as ``workspace.yaml`` means it: ``true``/``false`` and ``null``/``~``/nothing are read,
     every other plain value stays the text it is (a time, a count: ``created_at`` is compared as
-    written, and kept so in the session's header)."""
+    written, and kept so in the session's header). Built at the first ``workspace.yaml`` read: PyYAML
+    is a tenth of a start-up's instructions, and most runs read no Copilot CLI session."""
+    import yaml
 
-    yaml_implicit_resolvers: dict = {}
+    class WorkspaceLoader(yaml.SafeLoader):
+        yaml_implicit_resolvers: dict = {}
 
-
-_WorkspaceLoader.add_implicit_resolver("tag:yaml.org,2002:bool", re.compile(r"^(?:true|false)$"), list("tf"))
-_WorkspaceLoader.add_implicit_resolver("tag:yaml.org,2002:null", re.compile(r"^(?:~|null|)$"), ["~", "n", ""])
+    WorkspaceLoader.add_implicit_resolver("tag:yaml.org,2002:bool", re.compile(r"^(?:true|false)$"), list("tf"))
+    WorkspaceLoader.add_implicit_resolver("tag:yaml.org,2002:null", re.compile(r"^(?:~|null|)$"), ["~", "n", ""])
+    return yaml, WorkspaceLoader
 
 
 def parse_workspace(data: bytes) -> dict:
     """``workspace.yaml`` (PyYAML): the CLI's flat ``key: value`` mapping, each value a string, a
     boolean or None (a nested value is None). A file that is not such YAML raises ValueError, which
     says where, never what the file holds."""
+    yaml, loader = _workspace_loader()
     try:
-        doc = yaml.load(data.decode("utf-8", "replace"), Loader=_WorkspaceLoader)
+        doc = yaml.load(data.decode("utf-8", "replace"), Loader=loader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" (line {mark.line + 1})" if mark is not None else ""

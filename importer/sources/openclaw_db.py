@@ -45,7 +45,6 @@ from pathlib import Path
 from typing import Any, BinaryIO, Callable, Iterator
 
 import orjson
-import zstandard
 
 from ..units import SourceError as _SourceError
 from . import readonly
@@ -315,13 +314,26 @@ def transcript_archives(conn: sqlite3.Connection, layout: Layout) -> list[Transc
 # Reading events
 
 
+def _zstd():
+    """The zstandard module, imported when a compressed event or archive is first read (most runs
+    read none: it is not paid at start-up)."""
+    import zstandard
+
+    return zstandard
+
+
 def _decode_zstd_event(blob: bytes, nbytes: int | None) -> bytes:
+    """A compressed event's bytes; ValueError (a zstd error too) when it does not decode to them."""
     if not isinstance(nbytes, int) or not 0 < nbytes <= MAX_EVENT_BYTES:
         raise ValueError(f"event_utf8_bytes {nbytes!r} out of range")
-    params = zstandard.get_frame_parameters(blob)
-    if params.dict_id:
-        raise ValueError("frame needs a dictionary")
-    raw = zstandard.ZstdDecompressor().decompress(blob, max_output_size=nbytes)
+    zstandard = _zstd()
+    try:
+        params = zstandard.get_frame_parameters(blob)
+        if params.dict_id:
+            raise ValueError("frame needs a dictionary")
+        raw = zstandard.ZstdDecompressor().decompress(blob, max_output_size=nbytes)
+    except zstandard.ZstdError as exc:
+        raise ValueError(str(exc)) from None
     if len(raw) != nbytes:
         raise ValueError(f"decodes to {len(raw)} bytes, expected {nbytes}")
     return raw
@@ -351,7 +363,7 @@ def iter_hot_events(conn: sqlite3.Connection, layout: Layout, session_id: str, a
                 continue
             try:
                 yield seq, _decode_zstd_event(bytes(blob or b""), nbytes)
-            except (zstandard.ZstdError, ValueError):
+            except ValueError:
                 if bad is not None:
                     bad.append(seq)
         if len(page) < PAGE_EVENTS:
@@ -372,7 +384,7 @@ def hot_event(conn: sqlite3.Connection, layout: Layout, session_id: str, seq: in
         return bytes(row[0])
     try:
         return _decode_zstd_event(bytes(row[1] or b""), row[2])
-    except (zstandard.ZstdError, ValueError):
+    except ValueError:
         return None
 
 
@@ -478,7 +490,9 @@ class ZstdReader(io.RawIOBase):
     as its decompressed bytes; corrupt input raises OSError."""
 
     def __init__(self, raw: BinaryIO):
+        zstandard = _zstd()
         self._raw = raw
+        self._error = zstandard.ZstdError
         self._reader = zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True)
 
     def readable(self) -> bool:
@@ -494,7 +508,7 @@ class ZstdReader(io.RawIOBase):
                         return b"".join(chunks)
                     chunks.append(chunk)
             return self._reader.read(size)
-        except zstandard.ZstdError as exc:
+        except self._error as exc:
             raise OSError(f"corrupt zstd stream: {exc}") from None
 
     def seek(self, offset: int, whence: int = 0) -> int:
