@@ -1165,7 +1165,6 @@ def _config_dir_like(fs: FileSystem, path: str) -> bool:
 
 class ClaudeCode(Source):
     kind = KIND
-    name = KIND
     order = 15  # after pi's --<cwd>-- folders, before OpenClaw's looser "a folder of transcripts"
     records_costs = False  # priced from the table; an older file's costUSD is kept as recorded
     shell_tools = SHELL_TOOLS
@@ -1182,14 +1181,12 @@ class ClaudeCode(Source):
     ]}
     unique = {LINKS: [_LINK_KEY]}
     indexes = {LINKS: {"idx_claude_code_links_group": ("server", "agent_id", "kind")}}
+    not_this = "not a Claude Code transcript: no line of its format"
 
     def session_type(self, name: str) -> str:
         if name == JOURNAL or name.endswith(META_SUFFIX):
             return "index"
         return "subagent" if _AGENT_FILE_RE.match(name) else "normal"
-
-    def not_this_kind(self) -> str:
-        return "not a Claude Code transcript: no line of its format"
 
     # -- where it lives ------------------------------------------------------------------------
 
