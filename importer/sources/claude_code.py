@@ -340,12 +340,9 @@ def merge_blocks(lines_blocks: list[list]) -> list:
 # Usage
 
 
-USAGE_FIELDS = (
-    ("input_tokens", "input_tokens"),
-    ("output_tokens", "output_tokens"),
-    ("cache_read_tokens", "cache_read_input_tokens"),
-    ("cache_write_tokens", "cache_creation_input_tokens"),
-)
+# (column, Claude's usage key): the four counts before the total (Claude gives none).
+USAGE_FIELDS = tuple(zip(R.USAGE_COLUMNS[:4], ("input_tokens", "output_tokens", "cache_read_input_tokens",
+                                               "cache_creation_input_tokens"), strict=True))
 
 
 def _count(value) -> tuple[int | None, bool]:
