@@ -146,8 +146,12 @@ class Source:
         """The places to import this kind from on a machine when no PATH is
         given (and for servers configured without ``paths``): by default the
         first of :meth:`candidates` that is a folder there (over SSH, of the
-        ``places`` no environment variable names)."""
-        places = [p for p in self.places if not p.startswith("$")] if fs.remote else self.candidates()
+        ``places`` no environment variable names; a kind that declares no places
+        but its own candidates(), a plug-in's say: of those)."""
+        if fs.remote and self.places:
+            places = [p for p in self.places if not p.startswith("$")]
+        else:
+            places = self.candidates()
         first = next(folders(fs, places), None)
         return [first] if first is not None else []
 
