@@ -44,7 +44,6 @@ import sqlite3
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from datetime import date, timedelta
@@ -55,6 +54,7 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
 import trees  # noqa: E402  (bench/trees.py)
+from common import print_figures, wait_served, work_dir  # noqa: E402  (bench/common.py)
 from importer import demo, derived  # noqa: E402
 from importer.snapshot import export_snapshot  # noqa: E402
 from importer.store import open_store  # noqa: E402
@@ -247,19 +247,15 @@ class Client:
 
 
 def wait_up(client: Client, proc: subprocess.Popen) -> None:
-    deadline = time.time() + 60
-    while time.time() < deadline:
-        if proc.poll() is not None:
-            sys.exit(f"agentbase serve exited: {proc.stderr.read()[-600:] if proc.stderr else ''}")
+    def up() -> bool:
         try:
-            status, _, _ = client.get("/-/versions.json")
-            if status == 200:
-                return
+            return client.get("/-/versions.json")[0] == 200
         except OSError:
             client.conn.close()
             client.conn = http.client.HTTPConnection("127.0.0.1", client.port, timeout=120)
-            time.sleep(0.3)
-    sys.exit("agentbase serve did not start within 60 s")
+            raise
+
+    wait_served(proc, up, 0.3)
 
 
 def server_cpu(pid: int | None) -> float:
@@ -285,16 +281,20 @@ def measure(client: Client, path: str, repeat: int) -> tuple[float, int, int, fl
     return statistics.median(times) * 1000, status, len(body), cpu * 1000
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def options(description: str, repeat: int, prefix: str) -> tuple[argparse.Namespace, Path]:
+    """The options of a bench over the replicated snapshot (this one's and mcp_bench's), and its work folder."""
+    ap = argparse.ArgumentParser(description=description)
     ap.add_argument("--messages", type=int, default=1_000_000)
     ap.add_argument("--size-mb", type=float, default=120)
-    ap.add_argument("--repeat", type=int, default=7)
+    ap.add_argument("--repeat", type=int, default=repeat)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--workdir")
     args = ap.parse_args()
-    work = Path(args.workdir or tempfile.mkdtemp(prefix="agentbase-explorer-bench-"))
-    work.mkdir(parents=True, exist_ok=True)
+    return args, work_dir(args.workdir, prefix)
+
+
+def main() -> None:
+    args, work = options(__doc__.splitlines()[0], 7, "agentbase-explorer-bench-")
     try:
         snapshot = build(work, args.messages, args.size_mb, args.seed, keep_archive=bool(args.workdir))
         conn = sqlite3.connect(f"file:{snapshot}?mode=ro", uri=True)
@@ -412,9 +412,7 @@ def main() -> None:
     print()
     print(f"snapshot: {total:,} messages; median of {args.repeat} requests after one warm-up, over HTTP "
           "(cpu: the server's CPU ms a request, their mean)")
-    width = max(len(r[0]) for r in rows)
-    for label, value, target, verdict in rows:
-        print(f"{label:<{width}}  {value:<36} {target:<9} {verdict}")
+    print_figures(rows, 36, 9)
 
 
 if __name__ == "__main__":

@@ -38,7 +38,6 @@ import socket
 import sqlite3
 import subprocess
 import sys
-import tempfile
 import time
 from collections import Counter
 from pathlib import Path
@@ -47,6 +46,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tests"))
 
+from common import store_options, work_dir  # noqa: E402  (bench/common.py)
 from trees import generate_tree  # noqa: E402  (bench/trees.py)
 from transcripts import CONTENT_TABLES, Chain, header, line  # noqa: E402
 
@@ -695,13 +695,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--kill-trials", type=int, default=20)
     ap.add_argument("--mysql-kill-trials", type=int, default=6)
-    ap.add_argument("--size-mb", type=float, default=24)
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--mysql", default=os.environ.get("AGENTBASE_BENCH_MYSQL", "mysql://root@127.0.0.1:3306"))
-    ap.add_argument("--workdir")
+    store_options(ap, 24)
     args = ap.parse_args()
-    work = Path(args.workdir or tempfile.mkdtemp(prefix="agentbase-faults-"))
-    work.mkdir(parents=True, exist_ok=True)
+    work = work_dir(args.workdir, "agentbase-faults-")
     bench = Bench(args, work)
     started = time.perf_counter()
     try:

@@ -39,6 +39,9 @@ from pathlib import Path
 from urllib.parse import urlencode
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "bench"))
+from common import wait_served  # noqa: E402  (bench/common.py)
+
 VAR = "AGENTBASE_LOGIN_BENCH_PASSWORD"
 RIGHT_USER = "127.0.0.100"
 TIMEOUT = 120
@@ -87,19 +90,15 @@ def login(port: int, source: str, password: str, sent: threading.Event | None = 
 
 
 def wait_up(port: int, proc: subprocess.Popen) -> None:
-    deadline = time.time() + 60
-    while time.time() < deadline:
-        if proc.poll() is not None:
-            sys.exit(f"agentbase serve exited: {proc.stderr.read()[-600:] if proc.stderr else ''}")
-        try:
-            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
-            conn.request("GET", "/-/agentbase/login")
-            if conn.getresponse().status == 200:
-                conn.close()
-                return
-        except OSError:
-            time.sleep(0.2)
-    sys.exit("agentbase serve did not start within 60 s")
+    def up() -> bool:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+        conn.request("GET", "/-/agentbase/login")
+        if conn.getresponse().status != 200:
+            return False
+        conn.close()
+        return True
+
+    wait_served(proc, up, 0.2)
 
 
 def one_run(port: int, password: str, attackers: list[str]) -> dict:

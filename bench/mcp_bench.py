@@ -13,10 +13,8 @@ Usage: python3 bench/mcp_bench.py [--messages 1000000] [--size-mb 120] [--repeat
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -27,19 +25,11 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
 from datasette_agentbase import mcp_server as M  # noqa: E402
-from explorer_bench import build  # noqa: E402
+from explorer_bench import build, options  # noqa: E402
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--messages", type=int, default=1_000_000)
-    ap.add_argument("--size-mb", type=float, default=120)
-    ap.add_argument("--repeat", type=int, default=5)
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--workdir")
-    args = ap.parse_args()
-    work = Path(args.workdir or tempfile.mkdtemp(prefix="agentbase-mcp-bench-"))
-    work.mkdir(parents=True, exist_ok=True)
+    args, work = options(__doc__.splitlines()[0], 5, "agentbase-mcp-bench-")
     snapshot = build(work, args.messages, args.size_mb, args.seed)
     conn = M.open_snapshot(snapshot)
     total = conn.execute("SELECT COUNT(*) FROM messages").fetchone()[0]

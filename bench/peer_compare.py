@@ -153,26 +153,38 @@ def compare(kind: str, theirs: tuple[list[dict], dict], ours: tuple[list[dict], 
         print(f"{'total':<10}  {'':<36}  {who:<9}  {'/'.join(f'{x:,}' for x in sums):>34}  ${cost:.4f}")
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def peer_main(description: str, prefix: str, run, timezone: bool = False) -> None:
+    """A peer bench's main (this one's and peers.py's): its options (--samples, --ccusage-version,
+    --timezone where it takes one, --keep), the ccusage binary, the samples arranged in a temporary
+    folder, then ``run(args, binary, work, claude, codex)``; the folder is removed unless --keep."""
+    ap = argparse.ArgumentParser(description=description)
     ap.add_argument("--samples", default=str(REPO.parent / "shared" / "other-samples"))
     ap.add_argument("--ccusage-version", default="20.0.24")
+    if timezone:
+        ap.add_argument("--timezone", default="UTC")
     ap.add_argument("--keep", action="store_true", help="keep the temporary trees")
     args = ap.parse_args()
     samples = Path(args.samples)
     if not (samples / "claude-code").is_dir() or not (samples / "codex").is_dir():
         sys.exit(f"no samples at {samples}")
     binary = ccusage_binary(args.ccusage_version)
-    work = Path(tempfile.mkdtemp(prefix="agentbase-peer-"))
+    work = Path(tempfile.mkdtemp(prefix=prefix))
     try:
         claude, codex = arrange(samples, work)
+        run(args, binary, work, claude, codex)
+    finally:
+        if args.keep:
+            print(f"\nkept {work}")
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def main() -> None:
+    def run(args, binary: Path, work: Path, claude: Path, codex: Path) -> None:
         for kind, home in (("claude", claude), ("codex", codex)):
             compare(kind, run_ccusage(binary, kind, home, work), run_agentbase(home, kind, work))
-    finally:
-        if not args.keep:
-            shutil.rmtree(work, ignore_errors=True)
-        else:
-            print(f"\nkept {work}")
+
+    peer_main(__doc__.splitlines()[0], "agentbase-peer-", run)
 
 
 if __name__ == "__main__":

@@ -16,17 +16,14 @@ not run.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from peer_compare import REPO, arrange, ccusage_binary  # noqa: E402
+from peer_compare import REPO, peer_main  # noqa: E402
 
 TOKENS = (("input", "inputTokens"), ("output", "outputTokens"), ("cacheWrite", "cacheCreationTokens"),
           ("cacheRead", "cacheReadTokens"))
@@ -129,28 +126,13 @@ def compare(kind: str, theirs: dict[str, dict], ab: AgentBase) -> None:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--samples", default=str(REPO.parent / "shared" / "other-samples"))
-    ap.add_argument("--ccusage-version", default="20.0.24")
-    ap.add_argument("--timezone", default="UTC")
-    ap.add_argument("--keep", action="store_true", help="keep the temporary trees")
-    args = ap.parse_args()
-    samples = Path(args.samples)
-    if not (samples / "claude-code").is_dir() or not (samples / "codex").is_dir():
-        sys.exit(f"no samples at {samples}")
-    binary = ccusage_binary(args.ccusage_version)
-    work = Path(tempfile.mkdtemp(prefix="agentbase-peers-"))
-    try:
-        claude, codex = arrange(samples, work)
+    def run(args, binary: Path, work: Path, claude: Path, codex: Path) -> None:
         ab = AgentBase(work, args.timezone)
         ab.load(claude, codex)
         for kind, home in (("claude", claude), ("codex", codex)):
             compare(kind, ccusage_days(binary, kind, home, work, args.timezone), ab)
-    finally:
-        if args.keep:
-            print(f"\nkept {work}")
-        else:
-            shutil.rmtree(work, ignore_errors=True)
+
+    peer_main(__doc__.splitlines()[0], "agentbase-peers-", run, timezone=True)
 
 
 if __name__ == "__main__":

@@ -47,7 +47,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 REPO = Path(__file__).resolve().parents[1]
 MIB = 2 ** 20
@@ -144,6 +146,18 @@ def write_planted(root: Path, lines: list[str]) -> int:
     return files
 
 
+@contextmanager
+def work_folder(args, prefix: str) -> Iterator[Path]:
+    """--workdir, else a new temporary folder, removed afterwards unless --keep."""
+    work = Path(args.workdir or tempfile.mkdtemp(prefix=prefix)).resolve()
+    work.mkdir(parents=True, exist_ok=True)
+    try:
+        yield work
+    finally:
+        if not args.keep and not args.workdir:
+            shutil.rmtree(work, ignore_errors=True)
+
+
 def scale(args) -> int:
     """--known: the export with N known values against the same tree with none, at each size."""
     code = Path(args.after).resolve()
@@ -151,11 +165,9 @@ def scale(args) -> int:
     sys.path.insert(0, str(code / "bench"))  # its bench/trees.py, with its importer
     import trees
 
-    work = Path(args.workdir or tempfile.mkdtemp(prefix="agentbase-redact-scale-")).resolve()
-    work.mkdir(parents=True, exist_ok=True)
     with_lines, none_lines = planted_lines(args.known, args.jwts)
     results = []
-    try:
+    with work_folder(args, "agentbase-redact-scale-") as work:
         for size in [float(x) for x in args.sizes.split(",")]:
             base = work / f"tree-{size:g}"
             variants = {}
@@ -206,9 +218,6 @@ def scale(args) -> int:
                 a, b = m1[name] / v1[key][1], m2[name] / v2[key][1]
                 print(f"  linearity ({name}): s/MiB {a:.4f} at {s1:g} MiB, {b:.4f} at {s2:g} MiB "
                       f"(ratio {b / a:.2f})")
-    finally:
-        if not args.keep and not args.workdir:
-            shutil.rmtree(work, ignore_errors=True)
     return 0
 
 
@@ -231,9 +240,7 @@ def main(argv=None) -> int:
     if not args.before:
         ap.error("--before is required (or --known N)")
     sides = {"before": Path(args.before).resolve(), "after": Path(args.after).resolve()}
-    work = Path(args.workdir or tempfile.mkdtemp(prefix="agentbase-redact-bench-")).resolve()
-    work.mkdir(parents=True, exist_ok=True)
-    try:
+    with work_folder(args, "agentbase-redact-bench-") as work:
         tree = work / "tree"
         if not tree.exists():
             sys.path.insert(0, str(sides["after"] / "bench"))  # its bench/trees.py, with its importer
@@ -271,9 +278,6 @@ def main(argv=None) -> int:
                   f" {med_cpu[name]:6.2f} s CPU  {sides[name]}")
         print(f"ratio after/before (medians): wall {med['after'] / med['before']:.2f}, "
               f"CPU {med_cpu['after'] / med_cpu['before']:.2f}  (target: wall <= 1.30)")
-    finally:
-        if not args.keep and not args.workdir:
-            shutil.rmtree(work, ignore_errors=True)
     return 0
 
 

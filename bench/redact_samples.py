@@ -101,32 +101,32 @@ def other_samples(shared: Path, shapes: bool, folder: str = "other-samples") -> 
     values: dict[str, str] = {}
     lines = files = 0
     texts = []
+
+    def take(findings, text: str) -> None:
+        """One JSON line's or text's findings, counted (and the text kept for the shapes)."""
+        nonlocal lines
+        lines += 1
+        for v, k in findings:
+            kinds[k] += 1
+            values.setdefault(v, k)
+        if shapes:
+            texts.append(text)
+
     for path in sorted((shared / folder).rglob("*")):
         if not path.is_file() or path.name == "SOURCES.md":
             continue
         if path.suffix in (".jsonl", ".json"):
             files += 1
             for line in path.read_text(errors="replace").splitlines():
-                if not line.strip():
-                    continue
-                lines += 1
-                for v, k in d.scan_json(line):
-                    kinds[k] += 1
-                    values.setdefault(v, k)
-                if shapes:
-                    texts.append(line)
+                if line.strip():
+                    take(d.scan_json(line), line)
         elif folder != "other-samples" and path.suffix in (".md", ".txt", ".yaml", ".yml", ".history", "") \
                 and path.stat().st_size < 16 << 20:
             text = path.read_text(errors="replace")
             if "\x00" in text:
                 continue
             files += 1
-            lines += 1
-            for v, k in d.scan(text):
-                kinds[k] += 1
-                values.setdefault(v, k)
-            if shapes:
-                texts.append(text)
+            take(d.scan(text), text)
     print(f"shared/{folder}: {files} files, {lines} JSON lines or texts")
     print(f"  detector: {sum(kinds.values())} findings, {len(values)} distinct values; kinds {dict(kinds)}")
     if shapes:

@@ -21,13 +21,13 @@ import shutil
 import sqlite3
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from common import store_options, print_figures, work_dir  # noqa: E402  (bench/common.py)
 from trees import generate_tree  # noqa: E402  (bench/trees.py)
 from importer.snapshot import export_snapshot  # noqa: E402
 from importer.store import open_store  # noqa: E402
@@ -101,14 +101,10 @@ def export_if_changed(url: str, out: Path) -> tuple[float, bool]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--size-mb", type=float, default=200)
-    ap.add_argument("--seed", type=int, default=0)
+    store_options(ap, 200)
     ap.add_argument("--export-messages", type=int, default=1_000_000)
-    ap.add_argument("--mysql", default=os.environ.get("AGENTBASE_BENCH_MYSQL", "mysql://root@127.0.0.1:3306"))
-    ap.add_argument("--workdir")
     args = ap.parse_args()
-    work = Path(args.workdir or tempfile.mkdtemp(prefix="agentbase-store-bench-"))
-    work.mkdir(parents=True, exist_ok=True)
+    work = work_dir(args.workdir, "agentbase-store-bench-")
     import pymysql
     from urllib.parse import urlsplit
 
@@ -155,10 +151,8 @@ def main() -> None:
         admin.close()
         if not args.workdir:
             shutil.rmtree(work, ignore_errors=True)
-    width = max(len(r[0]) for r in rows)
     print()
-    for figure, value, target, verdict in rows:
-        print(f"{figure:<{width}}  {value:<48} {target:<8} {verdict}")
+    print_figures(rows, 48)
 
 
 if __name__ == "__main__":

@@ -41,6 +41,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
+from common import print_figures  # noqa: E402  (bench/common.py)
 from trees import generate_tree  # noqa: E402  (bench/trees.py)
 from importer.search import fts_query  # noqa: E402
 from store_bench import replicate  # noqa: E402
@@ -238,10 +239,8 @@ def main() -> int:
             watcher.kill()
         if not args.workdir:
             shutil.rmtree(work, ignore_errors=True)
-    width = max(len(r[0]) for r in rows)
     print()
-    for figure, value, target, verdict in rows:
-        print(f"{figure:<{width}}  {value:<44} {target:<8} {verdict}")
+    print_figures(rows, 44)
     return 0
 
 

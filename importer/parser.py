@@ -451,13 +451,8 @@ def is_synthetic(message: dict) -> bool:
     return False
 
 
-USAGE_KEYS = (
-    ("input_tokens", "input"),
-    ("output_tokens", "output"),
-    ("cache_read_tokens", "cacheRead"),
-    ("cache_write_tokens", "cacheWrite"),
-    ("total_tokens", "totalTokens"),
-)
+# (column, OpenClaw's usage key)
+USAGE_KEYS = tuple(zip(R.USAGE_COLUMNS, ("input", "output", "cacheRead", "cacheWrite", "totalTokens"), strict=True))
 
 
 def message_row(entry: Entry) -> dict:

@@ -554,10 +554,21 @@ _PROSE = re.compile(
     r"secret[ _-]?key|private[ _-]?key|client[ _-]?secret|credentials?|auth[ _-]?token|access[ _-]?token)"
     r"(?:[ \t]+(?:for|of|to)[ \t]+[\w.@-]{1,40})?"
     r"(?:[ \t]+(?:is|was|are|were|=|:|->|=>)[ \t]+|[ \t]+)[\"'`]?(?P<uv>[^\s\"'`,;<>(){}\[\]]{8,256})")
-_CJK = re.compile(
-    r"(?P<name>密码|口令|密钥|秘钥|令牌|パスワード|暗証番号|トークン|비밀번호|암호|토큰|API ?キー|API ?키)"
-    r"(?P<op>(?:[ \t]*(?:是|为|為|：|:|は|が|を|는|은|이|가|=|＝)[ \t]*)+|[ \t]+)"
-    r"[\"'`「『“]?(?P<uv>[A-Za-z0-9!@#$%^&*_+\-=.~/?:]{4,256})")
+
+
+def _said(names: str, verbs: str, quotes: str, chars: str, *, verbs_repeat: bool = False,
+          flags: str = "") -> re.Pattern:
+    """A credential said in words: one of ``names``, then one of ``verbs`` ("is", a colon, an equals
+    sign; white space around it; several in a row with ``verbs_repeat``) or white space alone, maybe
+    an opening quote (a straight one or one of ``quotes``), and the value: 4 to 256 of ``chars``."""
+    op = rf"[ \t]*(?:{verbs})[ \t]*"
+    if verbs_repeat:
+        op = rf"(?:{op})+"
+    return re.compile(rf"{flags}(?P<name>{names})(?P<op>{op}|[ \t]+)[\"'`{quotes}]?(?P<uv>[{chars}]{{4,256}})")
+
+
+_CJK = _said("密码|口令|密钥|秘钥|令牌|パスワード|暗証番号|トークン|비밀번호|암호|토큰|API ?キー|API ?키",
+             "是|为|為|：|:|は|が|を|는|은|이|가|=|＝", "「『“", r"A-Za-z0-9!@#$%^&*_+\-=.~/?:", verbs_repeat=True)
 _FLAG = re.compile(
     r"(?i)--(?P<name>[\w-]*(?:password|passwd|passphrase|token|secret|api-?key|auth-key|access-key)[\w-]*)"
     rf"(?:=|[ \t]+){_VALUE}")
@@ -631,11 +642,9 @@ _CONN_KEYS = re.compile(r"(?i)(?:^|[;\"'\s])(?:uid|user id|user|username|server|
 _AUTH_KEYS = frozenset(("auth", "_auth"))
 _AUTH_LINE = re.compile(r"(?<![\w-])(?:_auth|[\"']auth[\"'])[ \t]*[:=][ \t]*[\"']?(?P<uv>[A-Za-z0-9+/]{8,}={0,2})")
 # Words before a password in other languages, and the English ones before a CJK "is" (token 是 X)
-_INTL = re.compile(
-    r"(?i)(?P<name>密碼|密鑰|金鑰|權杖|пароль|пароля|паролем|токен|ключ(?: api)?|"
-    r"(?<![A-Za-z])(?:token|secret|password|passwd|api[ _-]?key))"
-    r"(?P<op>[ \t]*(?:是|为|為|：|:|=|＝|—|–|-|это|от)[ \t]*|[ \t]+)"
-    r"[\"'`「『“«]?(?P<uv>[A-Za-z0-9!@#$%^&*_+\-=.~/?]{4,256})")
+_INTL = _said(r"密碼|密鑰|金鑰|權杖|пароль|пароля|паролем|токен|ключ(?: api)?|"
+              r"(?<![A-Za-z])(?:token|secret|password|passwd|api[ _-]?key)",
+              "是|为|為|：|:|=|＝|—|–|-|это|от", "「『“«", r"A-Za-z0-9!@#$%^&*_+\-=.~/?", flags="(?i)")
 _URL = re.compile(r"(?i)\b[a-z][a-z0-9+.-]{1,20}://(?P<user>[^\s/?#:@\"'<>\[\]]*):(?P<pw>[^\s/?#\"'<>]*)@"
                   r"(?P<host>[a-z0-9_.~\[\]-]+)")
 # A password holding "/", "?" or "#" (where the strict form above stops): up to an "@" and a host name.

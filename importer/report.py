@@ -38,32 +38,33 @@ BLOCK_HOURS = 5  # a billing window: it starts at the hour of its first call and
 
 @dataclass
 class Figures:
-    input: int = 0
-    output: int = 0
-    cacheRead: int = 0
-    cacheWrite: int = 0
-    totalTokens: int = 0
+    """A group's figures, in FIGURES_SQL's order: the five token sums (``tokens``, by KEYS), the
+    cost, the calls without a price, the calls (with a cost source) and those priced from the price
+    table."""
+
+    tokens: dict[str, int] = field(default_factory=lambda: dict.fromkeys(KEYS, 0))
     cost_usd: float = 0.0
     unpriced_calls: int = 0
     calls: int = 0
     computed_calls: int = 0  # priced from the price table
 
     def add(self, other: "Figures") -> None:
-        for k in (*KEYS, "cost_usd", "unpriced_calls", "calls", "computed_calls"):
-            setattr(self, k, getattr(self, k) + getattr(other, k))
+        for k in KEYS:
+            self.tokens[k] += other.tokens[k]
+        self.cost_usd += other.cost_usd
+        self.unpriced_calls += other.unpriced_calls
+        self.calls += other.calls
+        self.computed_calls += other.computed_calls
 
     def as_dict(self) -> dict:
-        out = {k: getattr(self, k) for k in KEYS}
-        out["cost_usd"] = round(self.cost_usd, 10)
-        out["unpriced_calls"] = self.unpriced_calls
-        return out
+        return {**self.tokens, "cost_usd": round(self.cost_usd, 10), "unpriced_calls": self.unpriced_calls}
 
     @classmethod
     def of(cls, values) -> "Figures | None":
         """A group's FIGURES_SQL values; None when it has no usage at all (a user message's): not in a report."""
         if not any(values[:5]) and not values[5] and not values[6]:
             return None
-        return cls(*(int(v or 0) for v in values[:5]), float(values[5] or 0.0), int(values[6] or 0),
+        return cls(dict(zip(KEYS, (int(v or 0) for v in values[:5]))), float(values[5] or 0.0), int(values[6] or 0),
                    int(values[7] or 0), int(values[8] or 0))
 
 
@@ -334,8 +335,9 @@ def format_table(kind: str, rows: list[Row], zone_name: str, price_date: str | N
     lines: list[list[str]] = []
 
     def line(name: str, f: Figures, models: str = "") -> list[str]:
-        cells = [name, number(f.input), number(f.output), number(f.cacheWrite), number(f.cacheRead),
-                 number(f.totalTokens), marked_cost(f.cost_usd, f.unpriced_calls)]
+        t = f.tokens
+        cells = [name, number(t["input"]), number(t["output"]), number(t["cacheWrite"]), number(t["cacheRead"]),
+                 number(t["totalTokens"]), marked_cost(f.cost_usd, f.unpriced_calls)]
         if wide:
             cells.insert(1, models)
         return cells

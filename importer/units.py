@@ -170,23 +170,29 @@ Reading = Generator[Batch, None, Outcome]
 # Units and containers
 
 
+@dataclass(eq=False, repr=False)
 class _Listed:
     """What a listing says of a unit or a container: the kind that listed it, its (server,
     agent) group, its key, file name, size, time and change token, and where it is read."""
 
-    def __init__(self, source: Any, server: str, agent_id: str, key: str, name: str, size: int,
-                 mtime_ns: int, token: str | None = None, fs: Any = None, path: str | None = None):
-        self.source = source
-        self.server = server
-        self.agent_id = agent_id
-        self.key = key
-        self.name = name
-        self.size = size
-        self.mtime_ns = mtime_ns
-        self.token = token if token is not None else file_token(size, mtime_ns)
-        self.fs = fs
-        self.path = path if path is not None else key
-        self.named = False  # named on its own on the command line, not found in a kind's place
+    source: Any
+    server: str
+    agent_id: str
+    key: str
+    name: str
+    size: int
+    mtime_ns: int
+    token: str | None = None  # None: the size's and time's (file_token)
+    fs: Any = None
+    path: str | None = None  # None: the key
+    # named on its own on the command line, not found in a kind's place
+    named: bool = field(default=False, init=False)
+
+    def __post_init__(self) -> None:
+        if self.token is None:
+            self.token = file_token(self.size, self.mtime_ns)
+        if self.path is None:
+            self.path = self.key
 
     @property
     def group(self) -> tuple[str, str]:

@@ -1136,3 +1136,19 @@ def test_side_lines_are_threaded_and_a_rewind_stays_a_branch(tmp_path):
     off = rows(db, "SELECT message_uuid FROM messages WHERE is_active_path = 0 ORDER BY seq")
     assert off == [(first["uuid"],), ("msg_1",), ("result:toolu_1",), ("msg_2",)]
     assert figures(db) == independent([path])
+
+
+def test_a_renamed_block_keeps_its_fields_in_order_both_ways():
+    """``to_block``: a ``tool_use`` becomes a ``toolCall`` with its new type first; a ``thinking``
+    block's fields stay where they were (the samples hold both orders of both); ``from_block`` undoes
+    both (a ``toolCall`` back to a ``tool_use``, its type first)."""
+    from importer.sources.claude_code import from_block, to_block
+
+    call = {"id": "c", "type": "tool_use", "name": "Bash", "input": {"command": "ls"}}
+    ours = to_block(call)
+    assert list(ours.items()) == [("type", "toolCall"), ("id", "c"), ("name", "Bash"), ("arguments", {"command": "ls"})]
+    assert list(from_block(ours).items()) == [("type", "tool_use"), ("id", "c"), ("name", "Bash"),
+                                              ("input", {"command": "ls"})]
+    think = {"signature": "s", "type": "thinking", "thinking": "t"}
+    assert list(to_block(think).items()) == [("thinkingSignature", "s"), ("type", "thinking"), ("thinking", "t")]
+    assert list(from_block(to_block(think)).items()) == list(think.items())

@@ -541,6 +541,29 @@ def test_discovery_of_layouts_and_defaults(tmp_path, monkeypatch):
     assert kind(KIND).default_paths(FileSystem()) == [str(home)]
 
 
+def test_default_places_this_machines_variables_first_a_folder_only_and_none_over_ssh(tmp_path, monkeypatch):
+    """$COPILOT_HOME, else $XDG_CONFIG_HOME/.copilot, else ~/.copilot: the first that is a folder
+    (Source.places); over SSH only ~/.copilot (the variables are this machine's)."""
+    source = kind(KIND)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("COPILOT_HOME", raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    xdg = tmp_path / "xdg" / ".copilot"
+    assert source.candidates() == [str(xdg), "~/.copilot"] and source.default_paths(FileSystem()) == []
+    (tmp_path / "home" / ".copilot").mkdir(parents=True)
+    xdg.parent.mkdir()
+    xdg.write_text("")  # a file of that name is no home
+    assert source.default_paths(FileSystem()) == ["~/.copilot"]
+    xdg.unlink()
+    xdg.mkdir()
+    assert source.default_paths(FileSystem()) == [str(xdg)]
+
+    class Remote(FileSystem):
+        remote = True
+
+    assert source.default_paths(Remote()) == ["~/.copilot"]
+
+
 # ---------------------------------------------------------------------------
 # Over SSH, and the snapshot
 

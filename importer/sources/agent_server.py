@@ -1028,11 +1028,9 @@ class AgentServerSource(Source):
         Table(USAGE_DAILY, indexes=(("date",), ("provider",), ("model",), ("api_key_id",), ("server",))),
     )
     canned_queries = {"audit_log": AUDIT_LOG_QUERY}
+    places = (DEFAULT_ROOT,)
 
     # -- discovery -------------------------------------------------------------------
-
-    def candidates(self) -> list[str]:
-        return [DEFAULT_ROOT]
 
     def claims_file(self, name: str, head: bytes) -> bool:
         return name == DB_NAME and head.startswith(SQLITE_MAGIC)

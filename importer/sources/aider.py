@@ -573,13 +573,10 @@ class HistoryFile(Unit):
 
 class Aider(Source):
     kind = KIND
-    name = KIND
     order = 19
     records_costs = False  # a recorded "Cost: $x message" is kept ('recorded'); a reply without one is priced
     shell_tools = SHELL_TOOLS
-
-    def not_this_kind(self) -> str:
-        return "not an Aider chat history: no '# aider chat started at' line"
+    not_this = "not an Aider chat history: no '# aider chat started at' line"
 
     def find(self, fs: FileSystem, path: str, scope: Scope, out: Discovery) -> bool:
         agent = scope.agent or AGENT

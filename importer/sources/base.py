@@ -10,10 +10,12 @@ checkpoint and what reading a unit gives the writer) into a
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ..units import Unit
+from .fs import folders
 
 if TYPE_CHECKING:
     from .fs import FileSystem
@@ -69,11 +71,12 @@ class Discovery:
 
 class Source:
     """A source kind. Subclasses (one per module of this package) set ``kind``
-    (the ``source`` column's value) and ``name`` (unique), and implement
+    (the ``source`` column's value) and, where it is not the kind's, ``name``
+    (unique), declare where the kind lives (``places``) and implement
     :meth:`find`; the units they list read themselves."""
 
     kind = "unknown"
-    name = "unknown"
+    name = "unknown"  # a subclass that sets no name of its own is named after its kind
     order = 100  # discovery order: lower first (a more specific layout before a looser one)
     # The kind writes each model call's cost itself (OpenClaw, pi): never
     # replaced. Otherwise calls are priced from the price table (prices.py).
@@ -84,6 +87,17 @@ class Source:
     # Datasette canned queries over the kind's tables, offered on every snapshot
     # (name -> {"title", "sql", "params", ...}, as metadata.yml spells them).
     canned_queries: dict[str, dict] = {}
+    # Where this kind lives on a machine by default, in order (``~`` allowed): ``$VAR`` or
+    # ``$VAR/sub`` where this machine's environment sets VAR (left out over SSH: the variable is
+    # this machine's, not the server's). :meth:`candidates`, :meth:`default_paths`.
+    places: tuple[str, ...] = ()
+    # Why a unit of this kind was not read as one (a file of its name holding something else).
+    not_this = ""
+
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        if "name" not in cls.__dict__ and "kind" in cls.__dict__:
+            cls.name = cls.kind
 
     def find(self, fs: "FileSystem", path: str, scope: Scope, out: Discovery) -> bool:
         """List this kind's units at or under ``path`` into ``out``; True when
@@ -117,17 +131,30 @@ class Source:
         return {}
 
     def candidates(self) -> list[str]:
-        """Where this kind lives on a machine by default (``~`` allowed)."""
-        return []
+        """Where this kind lives on this machine by default (``~`` allowed): its ``places``."""
+        out = []
+        for place in self.places:
+            if place.startswith("$"):
+                variable, _, sub = place[1:].partition("/")
+                value = os.environ.get(variable)
+                if not value:
+                    continue
+                place = os.path.join(value, sub) if sub else value
+            out.append(place)
+        return out
 
     def default_paths(self, fs: "FileSystem") -> list[str]:
         """The places to import this kind from on a machine when no PATH is
         given (and for servers configured without ``paths``): by default the
-        first of :meth:`candidates` that exists there."""
-        for path in self.candidates():
-            if fs.stat(fs.abspath(path)) is not None:
-                return [path]
-        return []
+        first of :meth:`candidates` that is a folder there (over SSH, of the
+        ``places`` no environment variable names; a kind that declares no places
+        but its own candidates(), a plug-in's say: of those)."""
+        if fs.remote and self.places:
+            places = [p for p in self.places if not p.startswith("$")]
+        else:
+            places = self.candidates()
+        first = next(folders(fs, places), None)
+        return [first] if first is not None else []
 
     def session_type(self, name: str) -> str:
         """The session type a unit's file name implies."""
@@ -147,7 +174,7 @@ class Source:
         return None
 
     def not_this_kind(self) -> str:
-        return f"not a {self.kind} transcript"
+        return self.not_this or f"not a {self.kind} transcript"
 
 
 def sort_units(units: list) -> None:

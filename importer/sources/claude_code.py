@@ -222,6 +222,11 @@ def decode_project(name: str | None) -> str | None:
 # Content blocks: Claude's API blocks <-> OpenClaw's vocabulary (reversible)
 
 
+# The blocks whose type and one field are renamed, Claude's -> OpenClaw's (the other fields kept: _renamed).
+_RENAMED = {"tool_use": ("toolCall", "input", "arguments"), "thinking": ("thinking", "signature", "thinkingSignature")}
+_RENAMED_BACK = {ours: (theirs, new, old) for theirs, (ours, old, new) in _RENAMED.items()}
+
+
 def to_block(block):
     """One Claude content block in OpenClaw's vocabulary, every other field kept: ``tool_use`` ->
     ``toolCall`` (``input`` -> ``arguments``), ``thinking``'s ``signature`` -> ``thinkingSignature``,
@@ -230,10 +235,6 @@ def to_block(block):
     if not isinstance(block, dict):
         return block
     t = block.get("type")
-    if t == "tool_use":
-        return _renamed(block, "toolCall", "input", "arguments")
-    if t == "thinking":
-        return {("thinkingSignature" if k == "signature" else k): v for k, v in block.items()}
     if t == "redacted_thinking":
         out = {"type": "thinking", "redacted": True, "ccType": t}
         out.update((k, v) for k, v in block.items() if k != "type")
@@ -243,7 +244,7 @@ def to_block(block):
         if (isinstance(src, dict) and set(src) == {"type", "media_type", "data"} and src["type"] == "base64"
                 and isinstance(src["data"], str)):
             return {"type": "image", "data": src["data"], "mimeType": src["media_type"]}
-    return block
+    return _renamed(block, _RENAMED.get(t))
 
 
 def from_block(block):
@@ -251,22 +252,24 @@ def from_block(block):
     if not isinstance(block, dict):
         return block
     t = block.get("type")
-    if t == "toolCall":
-        return _renamed(block, "tool_use", "arguments", "input")
-    if t == "thinking":
-        if block.get("ccType") == "redacted_thinking":
-            out = {"type": "redacted_thinking"}
-            out.update((k, v) for k, v in block.items() if k not in ("type", "redacted", "ccType"))
-            return out
-        return {("signature" if k == "thinkingSignature" else k): v for k, v in block.items()}
+    if t == "thinking" and block.get("ccType") == "redacted_thinking":
+        out = {"type": "redacted_thinking"}
+        out.update((k, v) for k, v in block.items() if k not in ("type", "redacted", "ccType"))
+        return out
     if t == "image" and "data" in block and "source" not in block:
         return {"type": "image", "source": {"type": "base64", "media_type": block.get("mimeType"),
                                             "data": block["data"]}}
-    return block
+    return _renamed(block, _RENAMED_BACK.get(t))
 
 
-def _renamed(block: dict, type_: str, old: str, new: str) -> dict:
-    """``block`` as a ``type_`` block, its ``old`` field named ``new`` (every other field kept, in order)."""
+def _renamed(block: dict, renamed: tuple[str, str, str] | None) -> dict:
+    """``block`` with the type ``renamed`` gives and its field ``old`` named ``new``, every other
+    field kept, in order (a new type first; a type that stays, where it was); None: ``block`` as it is."""
+    if renamed is None:
+        return block
+    type_, old, new = renamed
+    if block["type"] == type_:
+        return {(new if k == old else k): v for k, v in block.items()}
     out = {"type": type_}
     for k, v in block.items():
         if k != "type":
@@ -337,12 +340,9 @@ def merge_blocks(lines_blocks: list[list]) -> list:
 # Usage
 
 
-USAGE_FIELDS = (
-    ("input_tokens", "input_tokens"),
-    ("output_tokens", "output_tokens"),
-    ("cache_read_tokens", "cache_read_input_tokens"),
-    ("cache_write_tokens", "cache_creation_input_tokens"),
-)
+# (column, Claude's usage key): the four counts before the total (Claude gives none).
+USAGE_FIELDS = tuple(zip(R.USAGE_COLUMNS[:4], ("input_tokens", "output_tokens", "cache_read_input_tokens",
+                                               "cache_creation_input_tokens"), strict=True))
 
 
 def _count(value) -> tuple[int | None, bool]:
@@ -1165,7 +1165,6 @@ def _config_dir_like(fs: FileSystem, path: str) -> bool:
 
 class ClaudeCode(Source):
     kind = KIND
-    name = KIND
     order = 15  # after pi's --<cwd>-- folders, before OpenClaw's looser "a folder of transcripts"
     records_costs = False  # priced from the table; an older file's costUSD is kept as recorded
     shell_tools = SHELL_TOOLS
@@ -1182,14 +1181,12 @@ class ClaudeCode(Source):
     ]}
     unique = {LINKS: [_LINK_KEY]}
     indexes = {LINKS: {"idx_claude_code_links_group": ("server", "agent_id", "kind")}}
+    not_this = "not a Claude Code transcript: no line of its format"
 
     def session_type(self, name: str) -> str:
         if name == JOURNAL or name.endswith(META_SUFFIX):
             return "index"
         return "subagent" if _AGENT_FILE_RE.match(name) else "normal"
-
-    def not_this_kind(self) -> str:
-        return "not a Claude Code transcript: no line of its format"
 
     # -- where it lives ------------------------------------------------------------------------
 

@@ -547,13 +547,10 @@ class TaskUnit(Unit):
 
 class Cline(Source):
     kind = KIND
-    name = KIND
     order = 18  # before OpenClaw's looser "a folder of transcripts"
     records_costs = False  # each request's recorded cost is kept (cost_source 'recorded'); a call without one is priced
     shell_tools = SHELL_TOOLS
-
-    def not_this_kind(self) -> str:
-        return "not a Cline task"
+    not_this = "not a Cline task"
 
     def candidates(self) -> list[str]:
         return [f"{root}/{ext}" for root in GLOBAL_STORAGE for ext in EXTENSIONS]

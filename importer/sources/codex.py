@@ -40,7 +40,6 @@ those lines are kept as entries of type ``replayed``; their token counts only mo
 
 from __future__ import annotations
 
-import os
 import re
 import shlex
 import zlib
@@ -55,7 +54,7 @@ from ..parser import ChunkResult, Entry, ParseState
 from .reader import read_lines
 from ..units import SessionInfo, Unit
 from .base import Discovery, Scope, Source
-from .fs import FileSystem, folders
+from .fs import FileSystem
 
 AGENT = "codex"
 HOME_NAMES = (".codex", "codex")
@@ -830,24 +829,12 @@ def _reserve(out: Discovery, server: str, path: str) -> None:
 
 class CodexSource(Source):
     kind = "codex"
-    name = "codex"
     # Before Claude Code's and OpenClaw's looser rules (a Codex home holds history.jsonl,
     # which they would sniff): its files it never reads are kept away from them (_reserve).
     order = 12
-    records_costs = False
     shell_tools = SHELL_TOOLS
-
-    def not_this_kind(self) -> str:
-        return "not a Codex rollout: no session_meta, header or Codex line type"
-
-    def candidates(self) -> list[str]:
-        home = os.environ.get("CODEX_HOME")
-        return ([home] if home else []) + ["~/.codex"]
-
-    def default_paths(self, fs: FileSystem) -> list[str]:
-        """``$CODEX_HOME`` (this machine's only), else ``~/.codex``: the first that exists."""
-        first = next(folders(fs, ["~/.codex"] if fs.remote else self.candidates()), None)
-        return [first] if first is not None else []
+    places = ("$CODEX_HOME", "~/.codex")
+    not_this = "not a Codex rollout: no session_meta, header or Codex line type"
 
     # -- discovery ---------------------------------------------------------------
 

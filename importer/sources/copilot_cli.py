@@ -28,7 +28,6 @@ cost is recorded (the price table prices the tokens). Every other event is an en
 from __future__ import annotations
 
 import functools
-import os
 import re
 from typing import Any
 
@@ -40,7 +39,7 @@ from .. import vocabulary as V
 from ..parser import ChunkResult, Entry, ParseState
 from ..units import Batch, Checkpoint, NotATranscript, Outcome, SessionInfo, SourceError, Unit, file_token
 from .base import Discovery, Scope, Source
-from .fs import FileSystem, entry_is_dir as _is_dir, entry_is_file as _is_file, folders, listing as _listing
+from .fs import FileSystem, entry_is_dir as _is_dir, entry_is_file as _is_file, listing as _listing
 from .reader import read_lines
 
 KIND = "copilot-cli"
@@ -589,28 +588,11 @@ def _sniff(fs: FileSystem, path: str, size: int) -> bool:
 
 class CopilotCliSource(Source):
     kind = KIND
-    name = KIND
     # Before OpenClaw's "a folder of *.jsonl transcripts" (it would take events.jsonl) and Claude Code's.
     order = 13
-    records_costs = False
     shell_tools = SHELL_TOOLS
-
-    def not_this_kind(self) -> str:
-        return "not a GitHub Copilot CLI session: no Copilot event lines"
-
-    def candidates(self) -> list[str]:
-        out = []
-        home = os.environ.get("COPILOT_HOME")
-        if home:
-            out.append(home)
-        xdg = os.environ.get("XDG_CONFIG_HOME")
-        if xdg:
-            out.append(os.path.join(xdg, ".copilot"))
-        return out + ["~/.copilot"]
-
-    def default_paths(self, fs: FileSystem) -> list[str]:
-        first = next(folders(fs, ["~/.copilot"] if fs.remote else self.candidates()), None)
-        return [first] if first is not None else []
+    places = ("$COPILOT_HOME", "$XDG_CONFIG_HOME/.copilot", "~/.copilot")
+    not_this = "not a GitHub Copilot CLI session: no Copilot event lines"
 
     # -- discovery ------------------------------------------------------------------
 

@@ -468,7 +468,6 @@ class MessageParser:
 
 class CrushSource(Source):
     kind = KIND
-    name = "crush"
     order = 45
     records_costs = False  # no per-call cost: the session's recorded cost is kept on the session
     shell_tools = SHELL_TOOLS
@@ -476,11 +475,9 @@ class CrushSource(Source):
     unique = {t: [k] for t, k in KEYS.items()}
     indexes = {CRUSH_SESSIONS: {"idx_crush_sessions_link": ("server", "agent_id", "session_id")}}
     snapshot_tables = (Table(CRUSH_SESSIONS, indexes=(("session_id",), ("agent_id",), ("server",))),)
+    places = (GLOBAL_DIR,)
 
     # -- discovery -------------------------------------------------------------------
-
-    def candidates(self) -> list[str]:
-        return [GLOBAL_DIR]
 
     def claims_file(self, name: str, head: bytes) -> bool:
         if name not in DB_NAMES:

@@ -528,13 +528,9 @@ def _looks_like_store(head: bytes) -> bool:
 
 class CursorSource(Source):
     kind = KIND
-    name = "cursor"
     order = 46
-    records_costs = False
     shell_tools = SHELL_TOOLS
-
-    def candidates(self) -> list[str]:
-        return ["~/.cursor"]
+    places = ("~/.cursor",)
 
     def claims_file(self, name: str, head: bytes) -> bool:
         if name.endswith(".txt"):

@@ -18,6 +18,7 @@ import os
 import posixpath
 import stat as stat_mod
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import BinaryIO, Iterator
 
 # How far past its listed size a file is read: what a live transcript can
@@ -26,29 +27,26 @@ from typing import BinaryIO, Iterator
 GROWTH = 64 * 1024 * 1024
 
 
+@dataclass(slots=True, eq=False)
 class Listed:
     """One entry of a folder listing (the subset of ``os.DirEntry`` sources use).
     What the listing did not say (a link's target, a local file's size) is
-    looked up on first use."""
+    looked up on first use: through ``entry`` (the local listing's own) or ``fs``."""
 
-    __slots__ = ("name", "path", "_kind", "_size", "_mtime_ns", "_fs", "_entry")
-
-    def __init__(self, fs: "FileSystem", name: str, path: str, kind: str | None = None,
-                 size: int | None = None, mtime_ns: int | None = None, entry: os.DirEntry | None = None):
-        self._fs = fs
-        self.name = name
-        self.path = path
-        # "file", "dir", "other", "missing" (a dangling link), "outside" (a link out of the tree, not
-        # followed), "loop" (a link to a folder that holds it); None: not known yet
-        self._kind = kind
-        self._size = size
-        self._mtime_ns = mtime_ns
-        self._entry = entry
+    fs: "FileSystem"
+    name: str
+    path: str
+    # "file", "dir", "other", "missing" (a dangling link), "outside" (a link out of the tree, not
+    # followed), "loop" (a link to a folder that holds it); None: not known yet
+    _kind: str | None = None
+    _size: int | None = None
+    _mtime_ns: int | None = None
+    entry: os.DirEntry | None = None
 
     def _resolve(self) -> None:
-        if self._entry is not None:
+        if self.entry is not None:
             try:
-                st = self._entry.stat()
+                st = self.entry.stat()
             except (FileNotFoundError, NotADirectoryError):
                 found = None
             except OSError as exc:
@@ -60,7 +58,7 @@ class Listed:
                 found = ("dir" if stat_mod.S_ISDIR(mode) else "file" if stat_mod.S_ISREG(mode) else "other",
                          st.st_size, st.st_mtime_ns)
         else:
-            found = self._fs.stat(self.path)
+            found = self.fs.stat(self.path)
         if found is None:
             self._kind, self._size, self._mtime_ns = "missing", 0, 0
         else:
@@ -73,17 +71,17 @@ class Listed:
         return self._kind
 
     def is_dir(self) -> bool:
-        if self._kind is None and self._entry is not None:
+        if self._kind is None and self.entry is not None:
             try:
-                return self._entry.is_dir()  # the listing's file type; a link's target is looked up
+                return self.entry.is_dir()  # the listing's file type; a link's target is looked up
             except OSError:
                 return False
         return self.kind == "dir"
 
     def is_file(self) -> bool:
-        if self._kind is None and self._entry is not None:
+        if self._kind is None and self.entry is not None:
             try:
-                return self._entry.is_file()
+                return self.entry.is_file()
             except OSError:
                 return False
         return self.kind == "file"

@@ -732,16 +732,11 @@ def _wanted(name: str) -> bool:
 
 class GeminiCli(Source):
     kind = KIND
-    name = KIND
     order = 14  # before the looser kinds (a folder named chats/ or tmp/ says nothing to them)
     records_costs = False  # no cost is stored: priced from the table
     shell_tools = SHELL_TOOLS
-
-    def not_this_kind(self) -> str:
-        return "not a Gemini CLI transcript"
-
-    def candidates(self) -> list[str]:
-        return ["~/" + HOME]
+    places = ("~/" + HOME,)
+    not_this = "not a Gemini CLI transcript"
 
     def session_type(self, name: str) -> str:
         if name == LOGS:

@@ -596,13 +596,9 @@ class OtherJSON(Unit):
 
 class MiniOpenClaw(Source):
     kind = KIND
-    name = KIND
     order = 15  # before OpenClaw's "any folder named sessions" (it would list sessions.json as its index)
-    records_costs = False
     shell_tools = SHELL_TOOLS
-
-    def not_this_kind(self) -> str:
-        return "not a mini-OpenClaw session"
+    not_this = "not a mini-OpenClaw session"
 
     # -- discovery ---------------------------------------------------------------
 

@@ -148,6 +148,7 @@ class OpenClawKind(Source):
     # Not process: it polls, sends keys to or kills a background exec session ({"action",
     # "sessionId", "keys"?}) and has no command of its own (docs/sources.md).
     shell_tools = frozenset({"exec", "bash"})
+    not_this = "not an OpenClaw transcript: no session header and no known entry type"
 
     def session_type(self, name: str) -> str:
         return P.session_type_for(name)
@@ -158,19 +159,14 @@ class OpenClawKind(Source):
     def claimed_session(self, name: str) -> str | None:
         return claimed_session(name)
 
-    def not_this_kind(self) -> str:
-        return "not an OpenClaw transcript: no session header and no known entry type"
-
 
 class OpenClawJSONL(OpenClawKind):
     name = "openclaw"
     order = 20
+    places = tuple("~/" + name for name in STATE_DIR_NAMES)
 
     def session_type(self, name: str) -> str:
         return "index" if name == INDEX_NAME else P.session_type_for(name)
-
-    def candidates(self) -> list[str]:
-        return ["~/" + name for name in STATE_DIR_NAMES]
 
     # -- discovery ---------------------------------------------------------------
 

@@ -631,16 +631,11 @@ def _json_files(fs: FileSystem, folder: str, prefix: str, out: Discovery) -> lis
 
 class OpencodeSource(Source):
     kind = KIND
-    name = KIND
     order = 45
     records_costs = True  # each step's cost is recorded by OpenCode (kept, never replaced)
     shell_tools = SHELL_TOOLS
-
-    def not_this_kind(self) -> str:
-        return "not an OpenCode (sst/opencode) transcript"
-
-    def candidates(self) -> list[str]:
-        return ["~/" + DATA_DIR]
+    places = ("~/" + DATA_DIR,)
+    not_this = "not an OpenCode (sst/opencode) transcript"
 
     # -- discovery -------------------------------------------------------------------
 

@@ -24,16 +24,11 @@ def is_cwd_folder(name: str) -> bool:
 
 class Pi(OpenClawJSONL):
     kind = "pi"
-    name = "pi"
     # pi's bash; and exec, since a lone OpenClaw transcript outside an agents tree is read as pi's.
     shell_tools = frozenset({"bash", "exec"})
     order = 10  # before OpenClaw's looser "a folder of transcripts"
-
-    def candidates(self) -> list[str]:
-        return ["~/.pi"]
-
-    def not_this_kind(self) -> str:
-        return "not a pi transcript: no session header and no known entry type"
+    places = ("~/.pi",)
+    not_this = "not a pi transcript: no session header and no known entry type"
 
     def find(self, fs: FileSystem, path: str, scope: Scope, out: Discovery) -> bool:
         name = fs.basename(path)

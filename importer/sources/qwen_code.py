@@ -38,7 +38,7 @@ from ..parser import ChunkResult, Entry, ParseState
 from ..units import Batch, Checkpoint, NotATranscript, Outcome, SessionInfo, SourceError, Unit
 from . import gemini_cli as G
 from .base import Discovery, Scope, Source
-from .fs import FileSystem, entry_is_dir as _is_dir, folders, listing as _listing
+from .fs import FileSystem, entry_is_dir as _is_dir, listing as _listing
 from .reader import read_lines
 
 KIND = "qwen-code"
@@ -594,21 +594,11 @@ def saved_chat_id(fs: FileSystem, path: str) -> str:
 
 class QwenCodeSource(Source):
     kind = KIND
-    name = KIND
     # Before Claude Code's rules (a home's projects/ folder, and a chat log's lines, look like its own).
     order = 11
-    records_costs = False
     shell_tools = SHELL_TOOLS
-
-    def not_this_kind(self) -> str:
-        return "not a Qwen Code session"
-
-    def candidates(self) -> list[str]:
-        return ["~/.qwen"]
-
-    def default_paths(self, fs: FileSystem) -> list[str]:
-        first = next(folders(fs, self.candidates()), None)
-        return [first] if first is not None else []
+    places = ("~/.qwen",)
+    not_this = "not a Qwen Code session"
 
     def session_type(self, name: str) -> str:
         return "checkpoint" if is_checkpoint_name(name) else "normal"
