@@ -308,21 +308,7 @@ def _serve_options(raw: Any, where: str) -> ServeOptions:
 def load_serve_options(path: str | os.PathLike | None = None) -> ServeOptions:
     """The ``serve:`` section of the config file (default: :func:`default_config_path`; none there:
     the defaults). Only this section is read, so serving needs none of the servers' variables."""
-    where = Path(path).expanduser() if path else default_config_path()
-    try:
-        text = where.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        if path:
-            raise ConfigError(f"no config file at {where}") from None
-        return ServeOptions()
-    except OSError as exc:
-        raise ConfigError(f"cannot read the config file {where}: {exc.strerror or exc}") from None
-    import yaml  # (only when there is a file: PyYAML is a tenth of a start-up)
-
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError:
-        raise ConfigError(f"{where}: invalid YAML") from None
+    where, data = _config_data(path)
     if data is None:
         return ServeOptions()
     if not isinstance(data, dict):
@@ -330,24 +316,30 @@ def load_serve_options(path: str | os.PathLike | None = None) -> ServeOptions:
     return _serve_options(data.get("serve"), f"{where}: serve")
 
 
-def load_price_overrides(path: str | os.PathLike | None = None) -> dict | None:
-    """The ``prices:`` section of the config file (default: :func:`default_config_path`; none there:
-    None), for imports that name their PATHs. Only this section is read."""
+def _config_data(path: str | os.PathLike | None) -> tuple[Path, Any]:
+    """The config file's place and its YAML, read (None: no file at the default place, or an empty
+    one); a file named that is missing, unreadable or not YAML is a ConfigError."""
     where = Path(path).expanduser() if path else default_config_path()
     try:
         text = where.read_text(encoding="utf-8")
     except FileNotFoundError:
         if path:
             raise ConfigError(f"no config file at {where}") from None
-        return None
+        return where, None
     except OSError as exc:
         raise ConfigError(f"cannot read the config file {where}: {exc.strerror or exc}") from None
     import yaml  # (only when there is a file: PyYAML is a tenth of a start-up)
 
     try:
-        data = yaml.safe_load(text)
+        return where, yaml.safe_load(text)
     except yaml.YAMLError:
         raise ConfigError(f"{where}: invalid YAML") from None
+
+
+def load_price_overrides(path: str | os.PathLike | None = None) -> dict | None:
+    """The ``prices:`` section of the config file (default: :func:`default_config_path`; none there:
+    None), for imports that name their PATHs. Only this section is read."""
+    where, data = _config_data(path)
     if not isinstance(data, dict):
         return None
     return _prices(data.get("prices"), f"{where}: prices")

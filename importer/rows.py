@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Collection
+from typing import Any, Callable, Collection
 
 import orjson
 
@@ -282,52 +282,10 @@ def message_row(uuid: str, role: str, *, blocks: list | None = None, content: An
     row["timestamp"] = timestamp
     row["seq"] = seq
     row["raw_json"] = raw_json
-    if is_error:
-        row["is_error"] = is_error if is_error.__class__ is int else 1
-    if is_synthetic:
-        row["is_synthetic"] = is_synthetic if is_synthetic.__class__ is int else 1
-    if time_approximate:
-        row["time_approximate"] = time_approximate if time_approximate.__class__ is int else 1
-    if usage_invalid:
-        row["usage_invalid"] = usage_invalid if usage_invalid.__class__ is int else 1
-    if provider is not None:
-        row["provider"] = _fit(provider, _W["provider"])
-    if model is not None:
-        row["model"] = _fit(model, _W["model"])
-    if api is not None:
-        row["api"] = _fit(api, _W["api"])
-    if stop_reason is not None:
-        row["stop_reason"] = _fit(stop_reason, _W["stop_reason"])
-    if call_key is not None:
-        row["call_key"] = _fit(call_key, _W["call_key"])
-    if tool_call_id is not None:
-        row["tool_call_id"] = _fit(tool_call_id, _W["tool_call_id"])
-    if tool_name is not None:
-        row["tool_name"] = _fit(tool_name, _W["tool_name"])
-    if cost_source is not None:
-        row["cost_source"] = _fit(cost_source, _W["cost_source"])
-    if error_message is not None:
-        row["error_message"] = error_message if error_message.__class__ is str else None
-    if exit_code is not None:
-        row["exit_code"] = exit_code
-    if duration_ms is not None:
-        row["duration_ms"] = duration_ms
-    if input_tokens is not None:
-        row["input_tokens"] = input_tokens
-    if output_tokens is not None:
-        row["output_tokens"] = output_tokens
-    if cache_read_tokens is not None:
-        row["cache_read_tokens"] = cache_read_tokens
-    if cache_write_tokens is not None:
-        row["cache_write_tokens"] = cache_write_tokens
-    if total_tokens is not None:
-        row["total_tokens"] = total_tokens
-    if cost_usd is not None:
-        row["cost_usd"] = cost_usd
-    if cache_write_5m_tokens is not None:
-        row["cache_write_5m_tokens"] = cache_write_5m_tokens
-    if cache_write_1h_tokens is not None:
-        row["cache_write_1h_tokens"] = cache_write_1h_tokens
+    _set_given(row, is_error, is_synthetic, time_approximate, usage_invalid, provider, model, api, stop_reason,
+               call_key, tool_call_id, tool_name, cost_source, error_message, exit_code, duration_ms, input_tokens,
+               output_tokens, cache_read_tokens, cache_write_tokens, total_tokens, cost_usd,
+               cache_write_5m_tokens, cache_write_1h_tokens)
     if fields:
         # A derived column a kind sets itself (it wins), made what its column holds.
         checks = _CHECKS
@@ -353,6 +311,34 @@ _DERIVED = frozenset({"message_uuid", "parent_message_uuid", "role", "native_rol
                       "tool_call_count", "tool_calls_json", "has_tool_calls", "has_thinking", "thinking_text",
                       "is_context", "text_preview", "content_blocks", "timestamp", "seq", "raw_json"})
 _OPTIONS = frozenset({"blocks", "content", "parent", "thinking", "preview_else"})
+
+
+def _given_setter() -> Callable:
+    """``set_given(row, *values)``: each column a kind gives (message_row's named arguments that are
+    columns it does not derive, in its signature's order) set on the row by its schema type: a flag
+    0 unless given (an int as it is, anything else true 1), a short string cut to its width, a long
+    one kept, anything but a string None, a number as it is; a value left at its default is not set.
+    Its code is made from these rules, one test a column, as dataclasses make an __init__ (a loop
+    over the names at run time cost more than a tenth of a row)."""
+    code = message_row.__code__
+    kwonly = code.co_varnames[code.co_argcount:code.co_argcount + code.co_kwonlyargcount]
+    names = [n for n in kwonly if n in MESSAGE_COLUMNS and n not in _DERIVED and n not in _OPTIONS]
+    lines = [f"def set_given(row, {', '.join(names)}):"]
+    for name in names:
+        check = _CHECKS.get(name)
+        if check == 0:
+            lines += [f"    if {name}:", f"        row[{name!r}] = {name} if {name}.__class__ is int else 1"]
+            continue
+        lines.append(f"    if {name} is not None:")
+        if check is None:
+            lines.append(f"        row[{name!r}] = {name}")
+        elif check < 0:
+            lines.append(f"        row[{name!r}] = {name} if {name}.__class__ is str else None")
+        else:
+            lines.append(f"        row[{name!r}] = _fit({name}, {check})")
+    made: dict = {"_fit": _fit}
+    exec("\n".join(lines), made)  # noqa: S102 (the text above: names of the schema's columns)
+    return made["set_given"]
 
 
 def _signature_check() -> None:
@@ -418,3 +404,4 @@ def tool_call_rows(blocks: list | None, timestamp: str | None, shell_tools: froz
 
 
 _signature_check()
+_set_given = _given_setter()

@@ -115,3 +115,21 @@ def test_no_reader_builds_a_messages_or_tool_calls_row_by_hand():
             if keys & DERIVED:
                 found.append(f"{path.relative_to(REPO)}:{node.lineno} {sorted(keys & DERIVED)}")
     assert found == []
+
+
+def test_every_column_a_kind_gives_lands_in_its_own_column():
+    """message_row hands its named columns to the setter made from the schema (rows._given_setter)
+    by position: each one given alone is found in its own column, made what the column holds."""
+    code = R.message_row.__code__
+    named = code.co_varnames[code.co_argcount:code.co_argcount + code.co_kwonlyargcount]
+    given = [n for n in named if n in R.MESSAGE_COLUMNS and n not in R._DERIVED and n not in R._OPTIONS]
+    assert len(given) > 20 and "is_error" in given and "cost_usd" in given and "model" in given
+    for i, name in enumerate(given):
+        check = R._CHECKS.get(name)
+        value, stored = ((True, 1) if check == 0 else ("x" * 300, "x" * (check if check > 0 else 300))
+                         if check is not None else (1000 + i, 1000 + i))
+        row = R.message_row("u", "assistant", **{name: value})
+        assert row[name] == stored, name
+        assert all(row[other] == R._DEFAULTS[other] for other in given if other != name), name
+        if check is not None and check != 0:  # anything but a string: None
+            assert R.message_row("u", "assistant", **{name: 5})[name] is None
