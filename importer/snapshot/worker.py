@@ -79,8 +79,9 @@ def one_process():
         return None
 
 
-# Batches sent ahead to the worker before this process prepares one itself, and how many it may
-# then prepare while the oldest is still with the worker (bounded memory: at most AHEAD + INLINE).
+# Tasks the worker is given to do before this process prepares a batch itself (so that the worker
+# never waits for work while this one prepares), and how many batches this process may have prepared
+# while the oldest is still with the worker (bounded memory: at most AHEAD + INLINE waiting).
 AHEAD = 4
 INLINE = 4
 
@@ -177,11 +178,12 @@ class Preparer:
         if self.pool is None:
             write(rows, prepare_rows(table, names, payload, redact, fts))
             return
-        while self.pending and len(self.pending) >= AHEAD and self.pending[0][2].ready():
-            self._finish_one()  # what the worker has done, written first
-        if len(self.pending) >= AHEAD and len(self.pending) < AHEAD + INLINE:
-            # the worker is behind: this process prepares the batch itself (written in its turn; its
-            # search text indexed by the worker, whose file holds the index)
+        while self.pending and self.pending[0][2].ready():
+            self._finish_one()  # what is done, written first
+        if len(self.pending) < AHEAD + INLINE and \
+                sum(1 for entry in self.pending if not isinstance(entry[2], _Done)) >= AHEAD:
+            # the worker has AHEAD tasks to do: this process prepares the batch itself (written in its
+            # turn; its search text indexed by the worker, whose file holds the index)
             result = prepare_rows(table, names, payload, redact, fts)
             if fts and self.indexing and result[2]:
                 self._in_order(self.pool.apply_async(index_in_worker, (shape.FTS_TABLE, result[2], False)))
