@@ -129,12 +129,14 @@ def cli(verbose: bool) -> None:
 @click.option("--follow-symlinks", is_flag=True,
               help="Follow symbolic links that lead out of the PATHs named (by default they are not followed).")
 def import_(paths, server, agent, db, demo, json_summary, quiet, config_file, follow_symlinks):
-    """Import transcripts from PATHS (default: the config file's servers, else ~/.openclaw).
+    """Import transcripts from PATHS (default: the config file's servers, else
+    every kind's default places that exist, listed below).
 
-    A PATH may be an OpenClaw state dir, its agents/ folder, one agent's
-    sessions/ folder, one transcript file, or a folder holding one such tree
-    per server. Files seen before are read only if they changed, and then only
-    their new bytes when they just grew.
+    A PATH may be any kind's home or folder (an OpenClaw state dir, its agents/
+    folder, one agent's sessions/ folder, ~/.codex, ...), one transcript file,
+    a folder holding one such tree per server, or a folder of such folders.
+    Files seen before are read only if they changed, and then only their new
+    bytes when they just grew.
     """
     if config_file is None and not paths and not demo and default_config_path().is_file():
         config_file = str(default_config_path())
