@@ -45,13 +45,14 @@ import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import work_dir  # noqa: E402  (bench/common.py)
 MIB = 2 ** 20
 AN = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 PER_MESSAGE = 20
@@ -149,8 +150,7 @@ def write_planted(root: Path, lines: list[str]) -> int:
 @contextmanager
 def work_folder(args, prefix: str) -> Iterator[Path]:
     """--workdir, else a new temporary folder, removed afterwards unless --keep."""
-    work = Path(args.workdir or tempfile.mkdtemp(prefix=prefix)).resolve()
-    work.mkdir(parents=True, exist_ok=True)
+    work = work_dir(args.workdir, prefix).resolve()
     try:
         yield work
     finally:

@@ -47,6 +47,12 @@ def row_hash(row: tuple) -> int:
     return int.from_bytes(digest[:8], "big", signed=True)
 
 
+# Seconds a connection of a build waits for a lock on its own files (this state file, the snapshot being
+# built, the worker's index and list): only the build's two processes use them, but a loaded machine can
+# hold one past sqlite3's default 5 s (a CI run saw "database is locked" once, with two test suites at once).
+BUSY_WAIT = 60
+
+
 class State:
     """One open state file."""
 
@@ -56,7 +62,7 @@ class State:
             private_file(self.path)
         elif not self.path.is_file():
             raise FileNotFoundError(self.path)
-        self.conn = sqlite3.connect(str(self.path), isolation_level=None, timeout=60)
+        self.conn = sqlite3.connect(str(self.path), isolation_level=None, timeout=BUSY_WAIT)
         if create:
             self.conn.execute("PRAGMA journal_mode = OFF")  # a new file: a failed build discards it whole
             self.conn.execute("PRAGMA synchronous = OFF")

@@ -140,3 +140,18 @@ def test_start_up_imports_what_the_command_uses(tmp_path):
         got = _modules(env, *args)
         assert not got & heavy, (args, sorted(got & heavy))
     assert not got & {"importer.redact", "detect_secrets", "requests", "sqlite_utils", "numpy"}, sorted(got)
+
+
+def test_the_plug_in_scan_finds_what_importlib_metadata_finds():
+    """sources._entry_points reads only the entry_points.txt that name a group (start-up does without
+    importlib.metadata): for every group this environment's distributions declare, the same entry
+    points in the same order as importlib.metadata's, and none for a group no one declares."""
+    from importlib.metadata import distributions, entry_points
+
+    from importer.sources import PLUGIN_GROUP, _entry_points
+
+    groups = {ep.group for dist in distributions() for ep in dist.entry_points}
+    assert {"console_scripts", "pytest11"} <= groups  # (pytest's own plug-ins at least)
+    for group in sorted(groups | {PLUGIN_GROUP, "no.such.group"}):
+        want = [(ep.name, ep.value) for ep in entry_points(group=group)]
+        assert [(ep.name, ep.value) for ep in _entry_points(group)] == want, group

@@ -11,11 +11,8 @@ from pathlib import Path
 
 from .. import shape
 from ..search import TOKENIZE, copy_index
+from ..snapshot_state import BUSY_WAIT  # (the build's files wait as its state file does)
 
-# Seconds a connection of a build waits for a lock on its own files (the snapshot being built, the
-# worker's index and list): only the build's two processes use them, but a loaded machine can hold one
-# past sqlite3's default 5 s (a CI run saw "database is locked" once, with two test suites at once).
-BUSY_WAIT = 60
 
 
 # The full-text indexes a build's worker process fills (worker.py), then copied into the snapshot.

@@ -36,18 +36,9 @@ def update(store: Store, target: Path, conn: sqlite3.Connection, state: State, z
     applied = int(meta.get("applied_seq") or 0)
     touched = store.changed_sessions(applied, seq)
     plans = table_plans(store)
-    # 1. which rows differ (their hash), which are gone; the credentials of the rows that differ
-    detections: list[tuple[str, str]] = []
-    changes: dict[str, tuple[set, set]] = {}
-    detect = shape.redact_columns()
-    for plan in plans:
-        write, gone = _differences(store, conn, state, plan, touched)
-        if write and redact and plan.name in detect:
-            from .. import redact as R
-
-            for rows in store_rows_by_id(store, plan, sorted(write)):
-                detections += R.detect_rows(plan.name, plan.select, rows, tuple(detect[plan.name]))
-        changes[plan.name] = (write, gone)
+    # 1. which rows differ (their hash), which are gone; then the credentials of the rows that differ
+    changes: dict[str, tuple[set, set]] = {plan.name: _differences(store, conn, state, plan, touched)
+                                           for plan in plans}
     if not any(w or g for w, g in changes.values()):
         # nothing new (and so no credential new either): redact.py and its detectors (detect-secrets,
         # requests: a third of such a sync's instructions) are not even imported
@@ -56,10 +47,19 @@ def update(store: Store, target: Path, conn: sqlite3.Connection, state: State, z
         report = ExportReport(str(target), zone_name, unchanged=True, mode="update")
         report.bytes = target.stat().st_size
         return report
+    known, new_values = None, []
     if redact:
         from .. import redact as R
-    known = R.SecretSet(state.secrets()) if redact else None
-    new_values = known.newer(detections) if redact else []
+
+        detect = shape.redact_columns()
+        detections: list[tuple[str, str]] = []
+        for plan in plans:
+            write = changes[plan.name][0]
+            if write and plan.name in detect:
+                for rows in store_rows_by_id(store, plan, sorted(write)):
+                    detections += R.detect_rows(plan.name, plan.select, rows, tuple(detect[plan.name]))
+        known = R.SecretSet(state.secrets())
+        new_values = known.newer(detections)
     secrets = known
     if new_values:
         if _overlaps(known, new_values):
@@ -72,7 +72,7 @@ def update(store: Store, target: Path, conn: sqlite3.Connection, state: State, z
         for plan in plans:
             changes[plan.name][0].update(_holding(conn, plan, fresh))
     prep = Preparer(redact, parallel=sum(len(w) for w, _ in changes.values()) > 20 * BATCH,
-                    secrets=secrets if redact else None)
+                    secrets=secrets)
     writer = Writer(conn, state, prep, zone, redact)
     try:
         changed: dict[str, int] = {}
