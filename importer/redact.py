@@ -218,6 +218,12 @@ def entropy(value: str) -> float:
 _WHITESPACE = re.compile(r"\s")  # (str.isspace's characters: both are Py_UNICODE_ISSPACE)
 
 
+def _has_space(v: str) -> bool:
+    """Whether ``v`` holds a white-space character (_WHITESPACE), without a regular expression for
+    most values: every one of them but the ASCII space is a character str.isprintable refuses."""
+    return (" " in v or not v.isprintable()) and _WHITESPACE.search(v) is not None
+
+
 def looks_secret(value: str, quoted: bool = False) -> bool:
     """Whether the value of a ``password=``/``token:`` assignment looks like a
     credential rather than prose, code, a path, a number or a placeholder."""
@@ -225,7 +231,7 @@ def looks_secret(value: str, quoted: bool = False) -> bool:
     n = len(v)
     if n < 6 or n > 2048 or _MARK in v:
         return False
-    if v[0] in "$<{%*([#@&." or "://" in v or v[1:3] == ":\\" or _WHITESPACE.search(v):
+    if v[0] in "$<{%*([#@&." or "://" in v or v[1:3] == ":\\" or _has_space(v):
         return False
     if v.endswith(("()", "(", ")")) or "${" in v or "{{" in v:
         return False
@@ -1568,7 +1574,6 @@ def _b64_forms(value: str) -> set[str]:
 # mixed case and none of its parts reads as a word (each part of three letters or more has a vowel).
 _LETTERS = re.compile(r"[A-Za-z][A-Za-z_.$-]*")
 _WORD_PARTS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+")
-_PEM_ARMOUR = re.compile(r"-{5}|PRIVATE KEY|PuTTY-User-Key")
 
 
 def _wordy(letters: str) -> bool:
@@ -1592,7 +1597,8 @@ def credential_shaped(value: str, kind: str) -> bool:
     it has digits or symbols, or is long, of mixed case and reads as no words."""
     if len(value) < MIN_VALUE or _MARK in value:
         return False
-    if _PEM_ARMOUR.search(value):  # PEM armour: a block with its key, or a line of one
+    # PEM armour: a block with its key, or a line of one
+    if "-----" in value or "PRIVATE KEY" in value or "PuTTY-User-Key" in value:
         return kind == "private_key" and _key_material(value)
     if kind not in _GENERIC_KINDS:
         return True
@@ -1633,7 +1639,6 @@ NAME_COLUMNS = frozenset(("server", "agent_id"))
 # written (escaped characters in it), with its own pattern around the anchor.
 _ANCHOR = 8
 _UNESCAPED = frozenset((b"-", b".", b"_", b"~"))  # characters that URL encoders and JSON leave as they are
-_SPACE = re.compile(r"\s")
 _MIN_RUN = 3  # shorter runs make no anchor (a value with none is searched for with its pattern)
 _RARE = 4  # an anchor shared by more values than this is avoided when the value has another
 _RUN = re.compile(rb"[A-Za-z0-9]{%d,}" % _MIN_RUN)
@@ -1721,7 +1726,7 @@ class SecretSet:
         if len(value) < MIN_VALUE or _MARK in value:
             return
         pieces = [value]
-        if _SPACE.search(value):  # a PEM block: its lines too, wherever they were copied
+        if _has_space(value):  # a PEM block: its lines too, wherever they were copied
             pieces += [p for p in re.split(r"\s+", value) if len(p) >= 10 and _piece_ok(p)]
         for piece in pieces:
             old = self.kinds.get(piece)
@@ -1761,8 +1766,8 @@ class SecretSet:
     def _index(self) -> None:
         entries: list[tuple[str, bytes, str, bool, bytes]] = []  # (value, UTF-8, kind, short, longest run)
         choices: list = []  # values of several runs: their anchors are chosen once all are counted
-        count_f: Counter = Counter()
-        count_b: Counter = Counter()
+        count_f: dict[bytes, int] = {}
+        count_b: dict[bytes, int] = {}
         forward: dict[bytes, list[tuple[int, int]]] = {}  # anchor -> (entry, where the anchor starts in it)
         backward: dict[bytes, list[tuple[int, int]]] = {}  # reversed anchor -> (entry, where it ends in it)
         loose: list[int] = []
@@ -1770,22 +1775,36 @@ class SecretSet:
             if len(value) > 4096:  # a whole PEM block: its lines are in the set too
                 continue
             data = value.encode("utf-8", "surrogatepass")
-            runs = [m.span() for m in _RUN.finditer(data)]
             i = len(entries)
             short = len(value) < _SHORT
-            if not runs:
-                entries.append((value, data, kind, short, b""))
-                loose.append(i)
-                continue
-            if len(runs) == 1:
-                s, e = runs[0]
-                entries.append((value, data, kind, short, data[s:e]))
-                a = data[s:min(e, s + _ANCHOR)]
-                count_f[a] += 1
-                forward.setdefault(a, []).append((i, s))
-                a = data[max(s, e - _ANCHOR):e][::-1]
-                count_b[a] += 1
-                backward.setdefault(a, []).append((i, e))
+            if len(data) >= _MIN_RUN and data.isalnum():  # (bytes: ASCII letters and digits) one run
+                runs = None
+                run, s, e = data, 0, len(data)
+            else:
+                runs = [m.span() for m in _RUN.finditer(data)]
+                if not runs:
+                    entries.append((value, data, kind, short, b""))
+                    loose.append(i)
+                    continue
+                if len(runs) == 1:
+                    s, e = runs[0]
+                    run, runs = data[s:e], None
+            if runs is None:
+                entries.append((value, data, kind, short, run))
+                a = run[:_ANCHOR]
+                count_f[a] = count_f.get(a, 0) + 1
+                got = forward.get(a)
+                if got is None:
+                    forward[a] = [(i, s)]
+                else:
+                    got.append((i, s))
+                a = run[-_ANCHOR:][::-1]
+                count_b[a] = count_b.get(a, 0) + 1
+                got = backward.get(a)
+                if got is None:
+                    backward[a] = [(i, e)]
+                else:
+                    got.append((i, e))
                 continue
             s, e = max(runs, key=lambda r: r[1] - r[0])
             entries.append((value, data, kind, short, data[s:e]))
@@ -1795,10 +1814,12 @@ class SecretSet:
             fwd = {data[s:min(e, s + _ANCHOR)]: (s, s > 0 and (e - s >= _ANCHOR or e < n)) for s, e in reversed(runs)}
             bwd = {data[max(s, e - _ANCHOR):e][::-1]: (e, e < n and (e - s >= _ANCHOR or s > 0)) for s, e in runs}
             choices.append((i, fwd, bwd))
-            count_f.update(fwd.keys())
-            count_b.update(bwd.keys())
+            for a in fwd:
+                count_f[a] = count_f.get(a, 0) + 1
+            for a in bwd:
+                count_b[a] = count_b.get(a, 0) + 1
 
-        def pick(options: dict, counts: Counter) -> tuple[bytes, int]:
+        def pick(options: dict, counts: dict) -> tuple[bytes, int]:
             # rare enough first, then a run inside the value (its neighbour is the value's own
             # character, whatever surrounds the value), then the longest, then the rarest
             a = min(options, key=lambda o: (counts[o] > _RARE, not options[o][1], -len(o), counts[o]))
