@@ -1696,6 +1696,16 @@ def _char_after(data: bytes, at: int) -> str:
     return data[at:at + 4].decode("utf-8", "ignore")[:1]
 
 
+def _place_anchor(anchors: dict, counts: dict, anchor: bytes, place: tuple[int, int]) -> None:
+    """SecretSet._index: ``place`` (entry, where) under ``anchor``, counted."""
+    counts[anchor] = counts.get(anchor, 0) + 1
+    got = anchors.get(anchor)
+    if got is None:
+        anchors[anchor] = [place]
+    else:
+        got.append(place)
+
+
 class SecretSet:
     """Every credential value found in a store, and their replacement in any text.
 
@@ -1791,20 +1801,8 @@ class SecretSet:
                     run, runs = data[s:e], None
             if runs is None:
                 entries.append((value, data, kind, short, run))
-                a = run[:_ANCHOR]
-                count_f[a] = count_f.get(a, 0) + 1
-                got = forward.get(a)
-                if got is None:
-                    forward[a] = [(i, s)]
-                else:
-                    got.append((i, s))
-                a = run[-_ANCHOR:][::-1]
-                count_b[a] = count_b.get(a, 0) + 1
-                got = backward.get(a)
-                if got is None:
-                    backward[a] = [(i, e)]
-                else:
-                    got.append((i, e))
+                _place_anchor(forward, count_f, run[:_ANCHOR], (i, s))
+                _place_anchor(backward, count_b, run[-_ANCHOR:][::-1], (i, e))
                 continue
             s, e = max(runs, key=lambda r: r[1] - r[0])
             entries.append((value, data, kind, short, data[s:e]))
