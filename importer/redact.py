@@ -1787,19 +1787,16 @@ class SecretSet:
             data = value.encode("utf-8", "surrogatepass")
             i = len(entries)
             short = len(value) < _SHORT
-            if len(data) >= _MIN_RUN and data.isalnum():  # (bytes: ASCII letters and digits) one run
-                runs = None
-                run, s, e = data, 0, len(data)
-            else:
-                runs = [m.span() for m in _RUN.finditer(data)]
-                if not runs:
-                    entries.append((value, data, kind, short, b""))
-                    loose.append(i)
-                    continue
-                if len(runs) == 1:
-                    s, e = runs[0]
-                    run, runs = data[s:e], None
-            if runs is None:
+            # (bytes.isalnum: ASCII letters and digits, one run: most keys, no regular expression)
+            runs = [(0, len(data))] if len(data) >= _MIN_RUN and data.isalnum() else \
+                [m.span() for m in _RUN.finditer(data)]
+            if not runs:
+                entries.append((value, data, kind, short, b""))
+                loose.append(i)
+                continue
+            if len(runs) == 1:
+                s, e = runs[0]
+                run = data[s:e]
                 entries.append((value, data, kind, short, run))
                 _place_anchor(forward, count_f, run[:_ANCHOR], (i, s))
                 _place_anchor(backward, count_b, run[-_ANCHOR:][::-1], (i, e))
