@@ -35,15 +35,11 @@ def build(store: Store, target: Path, zone, zone_name: str, redact: bool, facts:
     report = ExportReport(str(target), zone_name)
     fts_file = tmp.with_name(tmp.name + "-fts")
     listing_file = tmp.with_name(tmp.name + "-list")
-    out = _build_connection(tmp)
+    out = None
     state = State(state_tmp, create=True)
     prep = None
     try:
-        out.execute("BEGIN")
         state.begin()
-        create_schema(out)
-        for fts in (shape.FTS_TABLE, shape.TOOL_FTS_TABLE):
-            load_settings(out, fts)
         secrets = None
         if redact:
             from .. import redact as R
@@ -59,6 +55,15 @@ def build(store: Store, target: Path, zone, zone_name: str, redact: bool, facts:
                     pool.join()
             state.add_secrets(secrets.values())
         prep = Preparer(redact, fts_file=fts_file, secrets=secrets)
+        # the snapshot's file opened only now, with every worker forked: a child of a process that
+        # holds a connection to a file inherits SQLite's record of that process's locks on it, so
+        # the worker's own connection to it (the session list, below) would count on locks it does
+        # not hold (sqlite.org/howtocorrupt.html, 2.6)
+        out = _build_connection(tmp)
+        out.execute("BEGIN")
+        create_schema(out)
+        for fts in (shape.FTS_TABLE, shape.TOOL_FTS_TABLE):
+            load_settings(out, fts)
         writer = Writer(out, state, prep, zone, redact)
         for plan in table_plans(store):
             if progress:
