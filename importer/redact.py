@@ -207,12 +207,20 @@ def _classes(v: str) -> tuple[bool, bool, bool, bool]:
     return digit, upper, lower, symbol
 
 
+@functools.lru_cache(maxsize=512)  # (n <= 512: at most 512 lists, 4 MB)
+def _entropy_terms(n: int) -> list[float]:
+    """c / n * log2(c / n) for each count c of a character in a text of n."""
+    return [0.0] + [c / n * math.log2(c / n) for c in range(1, n + 1)]
+
+
 def entropy(value: str) -> float:
     """Shannon entropy in bits per character."""
     n = len(value)
     if not n:
         return 0.0
-    return -sum(c / n * math.log2(c / n) for c in Counter(value).values())
+    if n > 512:
+        return -sum(c / n * math.log2(c / n) for c in Counter(value).values())
+    return -sum(map(_entropy_terms(n).__getitem__, Counter(value).values()))  # (the same terms, in the same order)
 
 
 _WHITESPACE = re.compile(r"\s")  # (str.isspace's characters: both are Py_UNICODE_ISSPACE)
@@ -222,6 +230,14 @@ def _has_space(v: str) -> bool:
     """Whether ``v`` holds a white-space character (_WHITESPACE), without a regular expression for
     most values: every one of them but the ASCII space is a character str.isprintable refuses."""
     return (" " in v or not v.isprintable()) and _WHITESPACE.search(v) is not None
+
+
+def _dotted_or_file(v: str) -> bool:
+    """_DOTTED or _FILE_NAME, whole: both need a "." (or a "::", a "->"), which most values lack
+    (and either pattern, tried on a long value without one, goes back over it character by character)."""
+    if "." in v:
+        return _DOTTED.fullmatch(v) is not None or _FILE_NAME.fullmatch(v) is not None
+    return ("::" in v or "->" in v) and _DOTTED.fullmatch(v) is not None
 
 
 def looks_secret(value: str, quoted: bool = False) -> bool:
@@ -244,7 +260,7 @@ def looks_secret(value: str, quoted: bool = False) -> bool:
         return False
     if _NUMERIC.fullmatch(v) or _UUID.fullmatch(v):
         return False
-    if not quoted and ((n < 24 and _IDENTIFIER.fullmatch(v)) or _DOTTED.fullmatch(v) or _FILE_NAME.fullmatch(v)):
+    if not quoted and ((n < 24 and _IDENTIFIER.fullmatch(v)) or _dotted_or_file(v)):
         return False  # a name in code (getPassword, config.token), a word of prose, a file name
     digit, upper, lower, symbol = _classes(v)
     if n >= 20:
@@ -303,7 +319,12 @@ def _aws_secret_shape(value: str) -> bool:
             and any(c.isdigit() or c in "+/" for c in value))
 
 
+_DIGITS = "0123456789"
+
+
 def _has_digit(value: str) -> bool:
+    if value.isascii():  # (str.isdigit of an ASCII character: the ten digits)
+        return any(d in value for d in _DIGITS)
     return any(c.isdigit() for c in value)
 
 
@@ -392,6 +413,43 @@ def _esc_b(pattern: str) -> str:
     return rf"(?:(?<![A-Za-z0-9])|(?<=\\[nrt]))(?:{pattern})"
 
 
+def _leading_literal(pattern: str) -> str:
+    """The characters every match of ``pattern`` starts with (letters, digits, ``_``, ``-``, ``=``,
+    ``\\.``), or "" when its top level has an alternative or it starts with anything else."""
+    depth = 0
+    escaped = in_class = False
+    for c in pattern:
+        if escaped:
+            escaped = False
+        elif c == "\\":
+            escaped = True
+        elif in_class:
+            in_class = c != "]"
+        elif c == "[":
+            in_class = True
+        elif c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+        elif c == "|" and depth == 0:
+            return ""
+    out: list[str] = []
+    i = 0
+    while i < len(pattern):
+        c = pattern[i]
+        if c.isascii() and (c.isalnum() or c in "_-="):
+            out.append(c)
+            i += 1
+        elif c == "\\" and pattern[i + 1:i + 2] == ".":
+            out.append(".")
+            i += 2
+        else:
+            break
+    if out and pattern[i:i + 1] in ("?", "*", "{", "+"):
+        out.pop()  # (the last character is repeated or optional)
+    return "".join(out)
+
+
 class _Format:
     """A credential with a recognisable shape; the whole token is the value."""
 
@@ -409,9 +467,29 @@ class _Format:
         self.group = group
         # The same shape cut short at the end of a text (a 512-character preview, a 255-character label).
         self.cut = re.compile(_esc_b(cut) + r"\Z") if cut else None
+        # The literal every match starts with, when there is one: the text is searched for it with
+        # str.find and the pattern tried there (a pattern behind a look-behind is tried at every
+        # character of the text, for each format whose needle it holds).
+        self.literal = _leading_literal(pattern)
+
+    def finditer(self, text: str) -> Iterator[re.Match]:
+        """regex.finditer(text): the same matches."""
+        literal = self.literal
+        if not literal:
+            yield from self.regex.finditer(text)
+            return
+        match = self.regex.match
+        at = text.find(literal)
+        while at >= 0:
+            m = match(text, at)  # (a look-behind sees the text before ``at``)
+            if m is None:
+                at = text.find(literal, at + 1)
+            else:
+                yield m
+                at = text.find(literal, m.end())
 
     def find(self, text: str, out: list) -> None:
-        for m in self.regex.finditer(text):
+        for m in self.finditer(text):
             value = m.group(self.group)
             if (self.check is None or self.check(value)) and \
                     (self.check_at is None or self.check_at(text, m.start(self.group), m.end(self.group))):
@@ -461,7 +539,7 @@ FORMATS = [
             cut=rf"sk-(?:proj|svcacct|admin)-[{_T}]{{8,}}"),
     _Format("api_key", rf"sk-[{_T}]{{20,}}", "sk-",  # DeepSeek, Qwen, OpenRouter, Moonshot... (not sk-learn-2024)
             check=lambda v: _has_digit(v) and _random_segment(v.replace("_", "-"))),
-    _Format("github_token", r"(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9_]{36,}", "gh[pousr]_",
+    _Format("github_token", r"gh[pousr]_[A-Za-z0-9_]{36,}", "gh[pousr]_",
             cut=r"gh[pousr]_[A-Za-z0-9_]{8,}"),
     _Format("github_token", r"github_pat_[A-Za-z0-9_]{22,}", "github_pat_", cut=r"github_pat_[A-Za-z0-9_]{8,}"),
     _Format("gitlab_token", rf"(?:{_GITLAB})-[{_T}]{{20,}}|GR1348941[{_T}]{{20,}}", f"(?:{_GITLAB})-|GR1348941",
@@ -1093,7 +1171,7 @@ class Detector:
 
     def _aws(self, text: str, out: list) -> None:
         """A secret key (40 characters of mixed case) near an access key id."""
-        ids = [m.start() for m in _AWS_ID.regex.finditer(text)]
+        ids = [m.start() for m in _AWS_ID.finditer(text)]
         if not ids:
             return
         for m in _AWS_SECRET.finditer(text):
@@ -1722,6 +1800,7 @@ class SecretSet:
         self._memo: dict = {}
         self._memo_names: dict = {}
         self._by_text: list[str] | None = None  # the values sorted, for replace_cut_head
+        self._heads: frozenset[str] = frozenset()  # and the first _HEAD_MIN characters of each longer one
         self.add_all(values)
 
     def __len__(self) -> int:
@@ -2207,20 +2286,34 @@ class SecretSet:
         which no whole value matches. Runs of fewer than ``_HEAD_MIN`` characters are left."""
         if counts is None:
             counts = Counter()
-        if not text or not self._ensure():
-            return text, counts
-        start = len(text.rstrip(_TAIL_CHARS))
-        if len(text) - start < _HEAD_MIN:
+        start = self._cut_head(text)
+        if start is None:
             return text, counts
         head = text[start:]
-        if self._by_text is None:
-            self._by_text = sorted(self.kinds)
         i = bisect.bisect_left(self._by_text, head)
         if i < len(self._by_text) and self._by_text[i] != head and self._by_text[i].startswith(head):
             kind = self.kinds[self._by_text[i]]
             counts[kind] += 1
             return text[:start] + REDACTED.format(kind), counts
         return text, counts
+
+    def _cut_head(self, text: str) -> int | None:
+        """Where the last run of ``text`` starts when it may be the head of a value cut short
+        (replace_cut_head): _HEAD_MIN characters or more, that some longer value begins with."""
+        if not text or not self._ensure():
+            return None
+        start = len(text.rstrip(_TAIL_CHARS))
+        if len(text) - start < _HEAD_MIN:
+            return None
+        if self._by_text is None:
+            self._by_text = sorted(self.kinds)
+            self._heads = frozenset(v[:_HEAD_MIN] for v in self._by_text if len(v) > _HEAD_MIN)
+        return start if text[start:start + _HEAD_MIN] in self._heads else None
+
+    def may_end_in_head(self, text: str) -> bool:
+        """Whether replace_cut_head could change ``text`` (a cheap test: most cut texts end in a
+        word that no value begins with)."""
+        return self._cut_head(text) is not None
 
     def replace_json(self, text: str, counts: Counter | None = None, look_first: bool = True
                      ) -> tuple[str, Counter, Any]:

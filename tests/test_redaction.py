@@ -388,3 +388,55 @@ def test_mask_url():
     assert mask_url("mysql://u:p/q#r@h/d") == "mysql://u:***@h/d"
     assert mask_url("mysql://u@h/d") == "mysql://u@h/d"
     assert mask_url("sqlite:////tmp/a.db") == "sqlite:////tmp/a.db"
+
+
+def test_each_format_found_from_its_literal_finds_what_its_pattern_finds():
+    """A format whose matches all start with a literal is looked for with str.find and its
+    pattern tried there (a pattern behind a look-behind is otherwise tried at every character):
+    on texts made of every format's literal, runs, escapes and separators, glued and repeated,
+    each format's matches are those of its pattern's finditer, in order."""
+    from importer import redact as R
+
+    literal_formats = [f for f in R.FORMATS if f.literal]
+    assert len(literal_formats) >= 25  # (most formats start with one)
+    rng = random.Random(22)
+    pieces = [f.literal for f in R.FORMATS if f.literal] + [
+        "", " ", "-", "_", ".", "=", "/", "?", "&", ";", "\\n", "\\t", "\n", ":", "@", "x", "7", "Z"]
+    for _ in range(1500):
+        text = "".join(rng.choice(pieces) if rng.random() < 0.5 else
+                       "".join(rng.choice(string.ascii_letters + string.digits + "_-") for _ in range(rng.randint(1, 70)))
+                       for _ in range(rng.randint(1, 12)))
+        for f in R.FORMATS:
+            assert [m.span(f.group) for m in f.finditer(text)] == \
+                [m.span(f.group) for m in f.regex.finditer(text)], (f.kind, text)
+    # what counts as a literal: the characters before the first other one, none when the top level
+    # has an alternative, and not the last one when it is repeated or optional
+    assert R._leading_literal(r"sk-ant-[a-z]{20,}") == "sk-ant-"
+    assert R._leading_literal(r"SG\.[a-z]+") == "SG."
+    assert R._leading_literal(r"ab?c") == "a" and R._leading_literal(r"ab{2}") == "a"
+    assert R._leading_literal(r"ntn_[a-z]+|secret_[a-z]+") == ""
+    assert R._leading_literal(r"(?:ghp|gho)_x") == "" and R._leading_literal(r"a[|]b") == "a"
+    assert R._leading_literal(r"a(?:b|c)d") == "a" and R._leading_literal(r"\d{8}:x") == ""
+
+
+def test_entropy_is_the_shannon_formula_to_the_last_bit():
+    """entropy() reads its terms from a table for texts up to 512 characters: the same float as
+    the formula computed term by term, in the same order (thresholds compare it exactly)."""
+    import math
+
+    from importer import redact as R
+
+    rng = random.Random(5)
+    texts = ["".join(rng.choice("aab0Z中1é -_") for _ in range(n)) for n in range(1, 700)]
+    texts += ["".join(rng.choice(string.printable) for _ in range(rng.randint(1, 600))) for _ in range(2000)]
+    for t in texts:
+        n = len(t)
+        assert R.entropy(t) == -sum(c / n * math.log2(c / n) for c in Counter(t).values()), t
+    assert R.entropy("") == 0.0 and R.entropy("abcdefgh") == 3.0
+
+
+def test_has_digit_is_str_isdigit_of_any_character():
+    from importer import redact as R
+
+    for v in ("abc", "ab1", "٣", "x²", "①", "", "Ⅻ", "abcdefghijklmnopqrstuvwxyz9"):
+        assert R._has_digit(v) == any(c.isdigit() for c in v), v

@@ -81,8 +81,10 @@ def redact_rows(secrets: R.SecretSet, table: str, names: tuple[str, ...], rows: 
     # texts looked at, not every column searched again (a cost per row of the tree).
     heads = set()
     if cut:
+        may_end_in_head = secrets.may_end_in_head
         heads = {i for i, row in enumerate(rows) if i not in hit
-                 and any(isinstance(row[j], str) and (len(row[j]) == limit or (not limit and len(row[j]) > 255))
+                 and any(isinstance(row[j], str) and ((len(row[j]) == limit and may_end_in_head(row[j]))
+                                                      or (not limit and len(row[j]) > 255))
                          for j, limit in cut)}
     for i in sorted(hit | heads):
         if i in hit:
