@@ -67,6 +67,7 @@ import gc
 import itertools
 import json
 import math
+import operator
 import re
 import string
 from collections import Counter
@@ -1721,7 +1722,18 @@ _MIN_RUN = 3  # shorter runs make no anchor (a value with none is searched for w
 _RARE = 4  # an anchor shared by more values than this is avoided when the value has another
 _RUN = re.compile(rb"[A-Za-z0-9]{%d,}" % _MIN_RUN)
 _RUN_ANY = re.compile(rb"[A-Za-z0-9]+")
-_HEADS = re.compile(rb"(?<![A-Za-z0-9])[A-Za-z0-9]{%d,%d}" % (_MIN_RUN, _ANCHOR))  # each run's anchor-long head
+# Each run's head, its first _ANCHOR bytes (shorter runs whole): every byte but a letter or a digit
+# made a space, the text split (all in C: a pattern behind a look-behind is tried at every byte)
+_RUNS_ONLY = bytes(b if chr(b).isascii() and chr(b).isalnum() else 32 for b in range(256))
+_HEAD = operator.itemgetter(slice(0, _ANCHOR))
+
+
+def _heads(data: bytes) -> set[bytes]:
+    """The head of every run of letters and digits in ``data`` (runs shorter than _MIN_RUN too:
+    no anchor is that short)."""
+    return set(map(_HEAD, data.translate(_RUNS_ONLY).split()))
+
+
 _MEMO_TEXT = 160  # texts up to this long: their spans remembered (up to _MEMO_SIZE of them)
 _MEMO_SIZE = 65536
 _SHORT_TEXT = 1 << 16  # up to this many bytes, a text's runs are read at once (see SecretSet._hits)
@@ -1977,7 +1989,7 @@ class SecretSet:
         if self._re_f is not None:
             if n <= _SHORT_TEXT:
                 if self._re_f.match(data) is not None:
-                    self._place(data, self._keys_f.intersection(_HEADS.findall(data)), self._forward, out, False)
+                    self._place(data, self._keys_f.intersection(_heads(data)), self._forward, out, False)
             else:
                 for p in self._run_starts(self._re_f, data):
                     for length in self._lens_f:
@@ -1991,7 +2003,7 @@ class SecretSet:
             rev = data[::-1]
             if n <= _SHORT_TEXT:
                 if self._re_b.match(rev) is not None:
-                    keys = self._keys_b.intersection(_HEADS.findall(rev))
+                    keys = self._keys_b.intersection(_heads(rev))
                     if known:
                         backward = self._backward
                         keys = [k for k in keys if any(i not in known for i, _at in backward[k])]

@@ -440,3 +440,19 @@ def test_has_digit_is_str_isdigit_of_any_character():
 
     for v in ("abc", "ab1", "٣", "x²", "①", "", "Ⅻ", "abcdefghijklmnopqrstuvwxyz9"):
         assert R._has_digit(v) == any(c.isdigit() for c in v), v
+
+
+def test_the_heads_of_a_texts_runs_are_those_a_look_behind_pattern_finds():
+    """SecretSet._hits reads the head (first 8 bytes) of every run of letters and digits of a text
+    with bytes.translate and split: the same heads, of the runs of 3 or more, as the pattern
+    (?<![A-Za-z0-9])[A-Za-z0-9]{3,8} finds, on texts of any bytes."""
+    import re
+
+    from importer import redact as R
+
+    pattern = re.compile(rb"(?<![A-Za-z0-9])[A-Za-z0-9]{3,8}")
+    rng = random.Random(9)
+    alphabet = (string.ascii_letters + string.digits).encode() + b" \n\t-_./\\\x00\xe4\xb8\xad\xff"
+    for _ in range(3000):
+        data = bytes(rng.choice(alphabet) for _ in range(rng.randint(0, 120)))
+        assert {h for h in R._heads(data) if len(h) >= 3} == set(pattern.findall(data)), data
