@@ -414,6 +414,23 @@ def _esc_b(pattern: str) -> str:
     return rf"(?:(?<![A-Za-z0-9])|(?<=\\[nrt]))(?:{pattern})"
 
 
+def _finditer_from(regex: re.Pattern, literal: str, text: str) -> Iterator[re.Match]:
+    """regex.finditer(text), for a pattern whose every match starts with ``literal`` (when not
+    empty): the pattern is tried only where str.find finds the literal."""
+    if not literal:
+        yield from regex.finditer(text)
+        return
+    match = regex.match
+    at = text.find(literal)
+    while at >= 0:
+        m = match(text, at)  # (a look-behind sees the text before ``at``)
+        if m is None:
+            at = text.find(literal, at + 1)
+        else:
+            yield m
+            at = text.find(literal, m.end())
+
+
 def _leading_literal(pattern: str) -> str:
     """The characters every match of ``pattern`` starts with (letters, digits, ``_``, ``-``, ``=``,
     ``\\.``), or "" when its top level has an alternative or it starts with anything else."""
@@ -475,19 +492,7 @@ class _Format:
 
     def finditer(self, text: str) -> Iterator[re.Match]:
         """regex.finditer(text): the same matches."""
-        literal = self.literal
-        if not literal:
-            yield from self.regex.finditer(text)
-            return
-        match = self.regex.match
-        at = text.find(literal)
-        while at >= 0:
-            m = match(text, at)  # (a look-behind sees the text before ``at``)
-            if m is None:
-                at = text.find(literal, at + 1)
-            else:
-                yield m
-                at = text.find(literal, m.end())
+        return _finditer_from(self.regex, self.literal, text)
 
     def find(self, text: str, out: list) -> None:
         for m in self.finditer(text):
@@ -618,7 +623,9 @@ _PEM_END = re.compile(r"END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?[ -]*|Private-MAC: *
 _LINE_NO = r"(?:[ \t]*[0-9]{1,6}(?:→|\t|\\t|:|\|)[ \t]*)?"
 _PEM_BODY = re.compile(rf"(?:(?:\r?\n|\\r?\\n){_LINE_NO}(?:[\w-]+: [^\r\n\\]*|[A-Za-z0-9+/=]+))*")
 _PEM_LINE = re.compile(r"[A-Za-z0-9+/=]{16,}")
-_JWT = re.compile(_esc_b(r"eyJ[A-Za-z0-9_=-]+\.[A-Za-z0-9_=-]+(?:\.[A-Za-z0-9_+/=-]*)?"))
+_JWT_PATTERN = r"eyJ[A-Za-z0-9_=-]+\.[A-Za-z0-9_=-]+(?:\.[A-Za-z0-9_+/=-]*)?"
+_JWT = re.compile(_esc_b(_JWT_PATTERN))
+_JWT_LITERAL = _leading_literal(_JWT_PATTERN)
 assert JwtTokenDetector.denylist[0].pattern.startswith("eyJ")
 _AWS_SECRET = re.compile(r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])")
 
@@ -1116,7 +1123,7 @@ class Detector:
         if formats and "\n" in text:
             self._wrapped(text, formats, out)
         if _N_JWT in hit:
-            for m in _JWT.finditer(text):
+            for m in _finditer_from(_JWT, _JWT_LITERAL, text):
                 token = m.group()
                 if token.count(".") == 2 and len(token) > 60 or JwtTokenDetector.is_formally_valid(token):
                     out.append((token, "jwt", m.start(), m.end()))
@@ -1923,7 +1930,7 @@ class SecretSet:
             a, at = pick(bwd, count_b)
             backward.setdefault(a, []).append((i, at))
         self._entries = entries
-        self._glued = {e[1]: i for i, e in enumerate(entries) if _GLUED_ID.fullmatch(e[0])}
+        self._glued = {e[1]: i for i, e in enumerate(entries) if len(e[0]) == _GLUED_LEN and _GLUED_ID.fullmatch(e[0])}
         self._forward, self._backward = forward, backward
         self._lens_f = sorted({len(a) for a in forward}, reverse=True)
         self._lens_b = sorted({len(a) for a in backward}, reverse=True)

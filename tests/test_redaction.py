@@ -401,7 +401,7 @@ def test_each_format_found_from_its_literal_finds_what_its_pattern_finds():
     assert len(literal_formats) >= 25  # (most formats start with one)
     rng = random.Random(22)
     pieces = [f.literal for f in R.FORMATS if f.literal] + [
-        "", " ", "-", "_", ".", "=", "/", "?", "&", ";", "\\n", "\\t", "\n", ":", "@", "x", "7", "Z"]
+        "", " ", "-", "_", ".", "=", "/", "?", "&", ";", "\\n", "\\t", "\n", ":", "@", "x", "7", "Z", "eyJ"]
     for _ in range(1500):
         text = "".join(rng.choice(pieces) if rng.random() < 0.5 else
                        "".join(rng.choice(string.ascii_letters + string.digits + "_-") for _ in range(rng.randint(1, 70)))
@@ -409,6 +409,8 @@ def test_each_format_found_from_its_literal_finds_what_its_pattern_finds():
         for f in R.FORMATS:
             assert [m.span(f.group) for m in f.finditer(text)] == \
                 [m.span(f.group) for m in f.regex.finditer(text)], (f.kind, text)
+        assert [m.span() for m in R._finditer_from(R._JWT, R._JWT_LITERAL, text)] == \
+            [m.span() for m in R._JWT.finditer(text)], text
     # what counts as a literal: the characters before the first other one, none when the top level
     # has an alternative, and not the last one when it is repeated or optional
     assert R._leading_literal(r"sk-ant-[a-z]{20,}") == "sk-ant-"
