@@ -414,21 +414,23 @@ def _esc_b(pattern: str) -> str:
     return rf"(?:(?<![A-Za-z0-9])|(?<=\\[nrt]))(?:{pattern})"
 
 
-def _finditer_from(regex: re.Pattern, literal: str, text: str) -> Iterator[re.Match]:
+def _finditer_from(regex: re.Pattern, literal: str, text: str, where: str | None = None) -> Iterator[re.Match]:
     """regex.finditer(text), for a pattern whose every match starts with ``literal`` (when not
-    empty): the pattern is tried only where str.find finds the literal."""
+    empty): the pattern is tried only where str.find finds the literal, in ``where`` when given
+    (the text lower-cased, of its length: for a pattern that ignores case)."""
     if not literal:
         yield from regex.finditer(text)
         return
+    find = (text if where is None else where).find
     match = regex.match
-    at = text.find(literal)
+    at = find(literal)
     while at >= 0:
         m = match(text, at)  # (a look-behind sees the text before ``at``)
         if m is None:
-            at = text.find(literal, at + 1)
+            at = find(literal, at + 1)
         else:
             yield m
-            at = text.find(literal, m.end())
+            at = find(literal, m.end())
 
 
 def _leading_literal(pattern: str) -> str:
@@ -1289,7 +1291,7 @@ class Detector:
                 v = m.group("uv")
                 if _starts_token(text, m.start()) and looks_secret(v, quoted=True):
                     out.append((v, "authorization", m.start("uv"), m.end("uv")))
-            for m in (_BEARER.finditer(text) if low is None or "bearer" in low else ()):
+            for m in (_BEARER.finditer(text) if low is None else _finditer_from(_BEARER, "bearer", text, low)):
                 v = m.group("uv")
                 if _starts_token(text, m.start()) and looks_secret(v, quoted=True):
                     out.append((v, "bearer_token", m.start("uv"), m.end("uv")))
@@ -1314,7 +1316,7 @@ class Detector:
                     if v.startswith("{") and v.endswith("}"):
                         v, s, e = v[1:-1], s + 1, e - 1
                     self._add_value(v, "password", s, e, True, out)
-            if low is None or "auth" in low:
+            if "_auth" in text or "auth'" in text or 'auth"' in text:  # (what any match holds)
                 for m in _AUTH_LINE.finditer(text):
                     if _basic_auth(m.group("uv")):
                         out.append((m.group("uv"), "basic_auth", m.start("uv"), m.end("uv")))

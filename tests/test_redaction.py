@@ -458,3 +458,24 @@ def test_the_heads_of_a_texts_runs_are_those_a_look_behind_pattern_finds():
     for _ in range(3000):
         data = bytes(rng.choice(alphabet) for _ in range(rng.randint(0, 120)))
         assert {h for h in R._heads(data) if len(h) >= 3} == set(pattern.findall(data)), data
+
+
+def test_bearer_and_auth_lines_are_found_where_their_words_are():
+    """``Bearer X`` is looked for from where "bearer" is in the lower-cased text, and an ``_auth``
+    line only in a text holding "_auth", ``auth'`` or ``auth"``: on texts of those words in any
+    case, glued and repeated, the same matches as the patterns' finditer over the whole text."""
+    from importer import redact as R
+
+    rng = random.Random(11)
+    pieces = ["bearer", "Bearer", "BEARER", "bEaReR", " ", "\t", "_auth", "'auth'", '"auth"', "auth", "=", ":",
+              "x", "-", "Authorization: ", "İ", "K"]
+    for _ in range(3000):
+        text = "".join(rng.choice(pieces) if rng.random() < 0.6 else
+                       "".join(rng.choice(string.ascii_letters + string.digits + "+/=") for _ in range(rng.randint(1, 30)))
+                       for _ in range(rng.randint(1, 10)))
+        low = text.lower()
+        if len(low) == len(text):
+            assert [m.span() for m in R._finditer_from(R._BEARER, "bearer", text, low)] == \
+                [m.span() for m in R._BEARER.finditer(text)], text
+        if R._AUTH_LINE.search(text):
+            assert "_auth" in text or "auth'" in text or 'auth"' in text, text
