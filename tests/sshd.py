@@ -18,6 +18,8 @@ import subprocess
 import time
 from pathlib import Path
 
+from conftest import free_port  # noqa: F401  (sshd's port; test_doctor takes it from here)
+
 SSHD = "/usr/sbin/sshd"
 SSH_KEYGEN = shutil.which("ssh-keygen") or "/usr/bin/ssh-keygen"
 
@@ -42,10 +44,6 @@ def require_sshd() -> None:
     pytest.skip(why)
 
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def keygen(path: Path, kind: str = "ed25519") -> Path:

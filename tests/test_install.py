@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import site
-import socket
 import subprocess
 import sys
 import time
@@ -17,13 +16,11 @@ from pathlib import Path
 import pytest
 import yaml
 
+from conftest import free_port
+
 REPO = Path(__file__).resolve().parents[1]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _get(url: str) -> tuple[int, bytes]:
@@ -92,7 +89,7 @@ def test_the_first_readme_command_and_every_canned_query(installed):
     for args in (["import"], ["export"], ["stats"]):  # the README's first command, after `pip install .`
         proc = subprocess.run([agentbase, *args], capture_output=True, text=True, cwd=work, env=env, timeout=300)
         assert proc.returncode == 0, (args, proc.stderr[-1000:])
-    port = _free_port()
+    port = free_port()
     server = subprocess.Popen([agentbase, "serve", "--port", str(port)], cwd=work, env=env,
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
