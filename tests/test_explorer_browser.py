@@ -414,6 +414,7 @@ def test_the_navigation_bar_on_every_page(served_kinds, browser):
     same bar, its own place marked, at 1400 px and at 390 px (where it fits the screen); its links
     lead where they say."""
     from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
 
     base, ids = served_kinds
     pages = nav_pages(ids)
@@ -463,7 +464,8 @@ def test_the_navigation_bar_on_every_page(served_kinds, browser):
     if here + 1 < len(order):
         assert older[0].get_attribute("href").endswith(f"/-/agentbase/session/{order[here + 1]}")
         older[0].click()
-        assert urlsplit(browser.current_url).path == f"/-/agentbase/session/{order[here + 1]}"
+        WebDriverWait(browser, 10).until(
+            lambda d: urlsplit(d.current_url).path == f"/-/agentbase/session/{order[here + 1]}")
     # the title is never a bare UUID, and the badge line says each thing once, each explained on hover
     for sid in order:
         browser.get(f"{base}/-/agentbase/session/{sid}")
@@ -483,7 +485,11 @@ def test_reports_in_chromium(served_kinds, browser):
     """The Reports page: each report a click away, the totals row on top, filters kept from one report to
     the next, a row's link to its sessions, CSV and JSON; screenshots at 1400 and 390 px."""
     from selenium.webdriver.common.by import By
-    from selenium.webdriver.support.ui import Select
+    from selenium.webdriver.support.ui import Select, WebDriverWait
+
+    def query_becomes(expected: dict) -> None:
+        """The page a click goes to (the click may return before the browser has gone there)."""
+        WebDriverWait(driver, 10).until(lambda d: dict(parse_qsl(urlsplit(d.current_url).query)) == expected)
 
     base, ids = served_kinds
     driver = browser
@@ -496,9 +502,9 @@ def test_reports_in_chromium(served_kinds, browser):
     # an agent chosen in the form is kept when another report is picked
     Select(driver.find_element(By.NAME, "agent")).select_by_value("main")
     driver.find_element(By.CSS_SELECTOR, "form.ab-report-filters input[type=submit]").click()
-    assert dict(parse_qsl(urlsplit(driver.current_url).query)) == {"agent": "main"}
+    query_becomes({"agent": "main"})
     driver.find_element(By.CSS_SELECTOR, 'nav.ab-report-kinds a[data-by="week"]').click()
-    assert dict(parse_qsl(urlsplit(driver.current_url).query)) == {"by": "week", "agent": "main"}
+    query_becomes({"by": "week", "agent": "main"})
     rows = driver.find_elements(By.CSS_SELECTOR, "table.ab-report tbody tr")
     assert rows[0].get_attribute("class") == "ab-total" and rows[0].text.startswith("Total")
     data = json.loads(urllib.request.urlopen(base + "/-/agentbase/reports.json?by=week&agent=main", timeout=30).read())
@@ -507,8 +513,7 @@ def test_reports_in_chromium(served_kinds, browser):
     # a week's link: that week's sessions in the session browser
     week = data["rows"][0]
     rows[1].find_element(By.CSS_SELECTOR, "a.ab-row-sessions").click()
-    assert dict(parse_qsl(urlsplit(driver.current_url).query)) == {"agent": "main", "from": week["from"],
-                                                                  "to": week["to"]}
+    query_becomes({"agent": "main", "from": week["from"], "to": week["to"]})
     assert driver.find_elements(By.CSS_SELECTOR, "table.ab-session-list tbody tr")
     # CSV and JSON of what the page shows
     driver.get(base + "/-/agentbase/reports?by=model")
