@@ -44,8 +44,6 @@ def require_sshd() -> None:
     pytest.skip(why)
 
 
-
-
 def keygen(path: Path, kind: str = "ed25519") -> Path:
     subprocess.run([SSH_KEYGEN, "-q", "-t", kind, "-N", "", "-C", "agentbase-test", "-f", str(path)],
                    check=True, stdin=subprocess.DEVNULL, capture_output=True)

@@ -21,8 +21,6 @@ from conftest import free_port
 REPO = Path(__file__).resolve().parents[1]
 
 
-
-
 def _get(url: str) -> tuple[int, bytes]:
     try:
         with urllib.request.urlopen(url, timeout=30) as r:
