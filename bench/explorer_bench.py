@@ -39,7 +39,6 @@ import http.client
 import os
 import random
 import shutil
-import socket
 import sqlite3
 import statistics
 import subprocess
@@ -52,9 +51,11 @@ from urllib.parse import quote, urlencode
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
+sys.path.insert(0, str(REPO / "tests"))
 
 import trees  # noqa: E402  (bench/trees.py)
 from common import print_figures, wait_served, work_dir  # noqa: E402  (bench/common.py)
+from ports import free_port  # noqa: E402  (tests/ports.py: outside the kernel's range for connections' own ends)
 from importer import demo, derived  # noqa: E402
 from importer.snapshot import export_snapshot  # noqa: E402
 from importer.store import open_store  # noqa: E402
@@ -216,12 +217,6 @@ def session_list_checks(conn: sqlite3.Connection, agent: str, server: str) -> li
                (f"sessions a page from the middle, agent={agent}, errors",
                 "/?" + urlencode({"after": f"{at}|{row_id}", "agent": agent, "errors": "1"}))]
     return checks
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class Client:

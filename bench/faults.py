@@ -34,7 +34,6 @@ import random
 import resource
 import shutil
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -48,6 +47,7 @@ sys.path.insert(0, str(REPO / "tests"))
 
 from common import store_options, work_dir  # noqa: E402  (bench/common.py)
 from trees import generate_tree  # noqa: E402  (bench/trees.py)
+from ports import free_port  # noqa: E402  (tests/ports.py)
 from transcripts import CONTENT_TABLES, Chain, header, line  # noqa: E402
 
 # sessions.json metadata too: a run killed before it is applied must apply it next time
@@ -322,9 +322,7 @@ class Bench:
     # -- MariaDB down ------------------------------------------------------------
 
     def mariadb_down(self, tree: Path) -> None:
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]  # closed once the with ends: nothing listens there
+        port = free_port()  # nothing listens there
         url = f"mysql://agentbase:Sup3rS3cretPw@127.0.0.1:{port}/agentbase"
         runs = [("import", tree, "--db", url), ("export", "--db", url, "-o", self.work / "down.db"),
                 ("stats", "--db", url), ("secrets", "--db", url), ("init", "--db", url)]

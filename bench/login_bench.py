@@ -27,7 +27,6 @@ import argparse
 import http.client
 import os
 import secrets
-import socket
 import statistics
 import subprocess
 import sys
@@ -40,7 +39,9 @@ from urllib.parse import urlencode
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "bench"))
+sys.path.insert(0, str(REPO / "tests"))
 from common import wait_served  # noqa: E402  (bench/common.py)
+from ports import free_port  # noqa: E402  (tests/ports.py: outside the kernel's range for connections' own ends)
 
 VAR = "AGENTBASE_LOGIN_BENCH_PASSWORD"
 RIGHT_USER = "127.0.0.100"
@@ -60,12 +61,6 @@ def build_snapshot(work: Path) -> Path:
     snapshot = work / "snapshot.db"
     run([sys.executable, "-m", "importer", "export", "-o", str(snapshot), "-q"], env)
     return snapshot
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def login(port: int, source: str, password: str, sent: threading.Event | None = None) -> tuple[int, float]:
