@@ -29,7 +29,8 @@ recognises (the same bytes, no credential); and a third where FEW of the
 lines hold their credential (a store with any credential has the whole tree
 searched for the set: the ratio known/few is what the number of values
 costs). All are imported and exported ``--runs`` times, alternately; prints
-the medians, the ratio known/none (target: at most 1.3) and known/few and, for
+the medians, the ratio known/none (target: at most 1.3; also each round's,
+known against the none export of the same round) and known/few and, for
 each, seconds per MiB of tree at each size (linear: the same at both).
 """
 
@@ -198,6 +199,10 @@ def scale(args) -> int:
                     print(f"{size:g} MiB run {i + 1} {name:5s} {secs:6.2f} s wall {cpu:6.2f} s CPU   {line}", flush=True)
             med = {name: statistics.median(t) for name, t in times.items()}
             med.update({name + "_cpu": statistics.median(t) for name, t in cpus.items()})
+            # each round's known export against its none export: on a host whose speed
+            # drifts (the same export's CPU seconds vary by a third here), the ratio of two medians
+            # may pair a slow run with a fast one
+            med["pairs"] = [k / n for k, n in zip(times["known"], times["none"])]
             results.append((size, variants, med))
         print()
         print(f"{args.known} known values ({args.jwts} distinct JWTs), medians of {args.runs} exports:")
@@ -208,6 +213,8 @@ def scale(args) -> int:
                   f"ratio known/none {med['known'] / med['none']:.2f} (target <= 1.30); CPU none "
                   f"{med['none_cpu']:.2f} s, known {med['known_cpu']:.2f} s, ratio "
                   f"{med['known_cpu'] / med['none_cpu']:.2f}")
+            print(f"    each round's known/none: {' '.join(f'{r:.2f}' for r in med['pairs'])} (median "
+                  f"{statistics.median(med['pairs']):.2f})")
             print(f"    with {FEW} known values: {med['few']:.2f} s wall, {med['few_cpu']:.2f} s CPU; ratio known/few "
                   f"{med['known'] / med['few']:.2f} wall, {med['known_cpu'] / med['few_cpu']:.2f} CPU (what the number "
                   f"of values costs: a store with any credential has the whole tree searched for them)")
