@@ -7,6 +7,7 @@ the session list built from the committed rows (derived.py)."""
 from __future__ import annotations
 
 import multiprocessing
+import operator
 import os
 import sqlite3
 from collections import deque
@@ -174,7 +175,9 @@ class Preparer:
         if want is not None and len(want) < len(names):
             keep = [i for i, c in enumerate(names) if c in want]
             names = tuple(names[i] for i in keep)
-            payload = [tuple(row[i] for i in keep) for row in rows]
+            # (itemgetter: each row's tuple made in C, not by a generator per row)
+            payload = list(map(operator.itemgetter(*keep), rows)) if len(keep) > 1 \
+                else [tuple(row[i] for i in keep) for row in rows]
         if self.pool is None:
             write(rows, prepare_rows(table, names, payload, redact, fts))
             return
