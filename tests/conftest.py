@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from ports import free_port  # noqa: E402  (tests/ports.py; the tests import it from here)
+from ports import free_port  # noqa: E402  (tests/ports.py: for Served)
 
 MARIADB = dict(host=os.environ.get("AGENTBASE_TEST_MYSQL_HOST", "127.0.0.1"),
                port=int(os.environ.get("AGENTBASE_TEST_MYSQL_PORT", "3306")),

@@ -18,7 +18,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from conftest import free_port  # noqa: F401  (sshd's port; test_doctor takes it from here)
+from ports import free_port  # (sshd's port)
 
 SSHD = "/usr/sbin/sshd"
 SSH_KEYGEN = shutil.which("ssh-keygen") or "/usr/bin/ssh-keygen"

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import free_port
+from ports import free_port
 from transcripts import SID, conversation, sessions_dir, write
 
 REPO = Path(__file__).resolve().parents[1]

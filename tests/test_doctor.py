@@ -153,7 +153,8 @@ def test_doctor_without_an_archive_says_so_and_makes_nothing(tmp_path):
 def test_doctor_checks_every_configured_server_over_ssh(tmp_path, codex_files):
     """A configured server over SSH (a real sshd on loopback, its SFTP home made in tmp): doctor finds
     its places there, the archive's figures for it, and says which server it could not reach."""
-    from sshd import SSHServer, free_port, require_sshd
+    from ports import free_port
+    from sshd import SSHServer, require_sshd
     from test_ssh import import_config, write_config
 
     require_sshd()

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import free_port
+from ports import free_port
 
 REPO = Path(__file__).resolve().parents[1]
 
