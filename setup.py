@@ -56,7 +56,8 @@ setup(
         "mcp>=2.3,<3",
     ],
     extras_require={
-        "test": ["pytest>=7", "hypothesis>=6", "selenium>=4.20", "wheel>=0.40"],  # wheel: tests/test_install.py builds one
+        "test": ["pytest>=7", "pytest-xdist>=3.5", "hypothesis>=6", "selenium>=4.20", "wheel>=0.40"],  # wheel: tests/test_install.py builds one;
+        # pytest-xdist: the suite runs on parallel workers (pytest.ini)
     },
     cmdclass={"build_py": BuildWithExplorerFiles},
     entry_points={

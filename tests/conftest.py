@@ -19,6 +19,16 @@ MARIADB = dict(host=os.environ.get("AGENTBASE_TEST_MYSQL_HOST", "127.0.0.1"),
 RUN_PREFIX = f"agentbase_t{os.getpid()}_"
 
 
+def pytest_xdist_auto_num_workers(config):
+    """`-n auto` (pytest.ini): one worker per CPU this process may use, at most 4 (each worker's tests
+    start servers, exports of two processes and Chromium: more would contend for MariaDB and disk)."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:  # (not Linux)
+        cpus = os.cpu_count() or 1
+    return max(1, min(cpus, 4))
+
+
 def _admin():
     import pymysql
 
