@@ -26,6 +26,11 @@ from .worker import Preparer, one_process
 def build(store: Store, target: Path, zone, zone_name: str, redact: bool, facts: dict, seq: int,
           progress) -> ExportReport:
     """A new snapshot and state file, put in place (the state first, then the link)."""
+    # sqlite-utils (the schema here, the session list in the worker) imported once, before any
+    # worker forks: each process imported it on its own (with numpy, 0.3-0.6 s apiece), the main
+    # one after the index of the known values was built, on the way to the first batch
+    import sqlite_utils  # noqa: F401
+
     snapshot_id = uuid.uuid4().hex
     tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
     spath = state_path(target)
