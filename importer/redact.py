@@ -70,7 +70,7 @@ import math
 import operator
 import re
 import string
-from collections import Counter
+from collections import Counter, deque
 from typing import Any, Iterable, Iterator
 
 import orjson
@@ -1796,13 +1796,112 @@ def _char_after(data: bytes, at: int) -> str:
 
 
 def _place_anchor(anchors: dict, counts: dict, anchor: bytes, place: tuple[int, int]) -> None:
-    """SecretSet._index: ``place`` (entry, where) under ``anchor``, counted."""
+    """_IndexBuild.put: ``place`` (entry, where) under ``anchor``, counted."""
     counts[anchor] = counts.get(anchor, 0) + 1
     got = anchors.get(anchor)
     if got is None:
         anchors[anchor] = [place]
     else:
         got.append(place)
+
+
+class _IndexBuild:
+    """A SecretSet's index, built one value at a time (:meth:`put`), then completed (:meth:`finish`).
+
+    Each value gets a forward anchor at the start of one of its runs and a backward one at the end
+    of one (the notes above _ANCHOR). A value of one run has its run's; a value of several chooses,
+    once every value is counted (finish), a rare enough one, inside the value, the longest."""
+
+    def __init__(self):
+        self.entries: list[tuple[str, bytes, str, bool, bytes]] = []  # (value, UTF-8, kind, short, longest run)
+        self.at: dict[str, int] = {}  # value -> its entry
+        self.choices: list = []  # values of several runs: their anchors are chosen once all are counted
+        self.count_f: dict[bytes, int] = {}
+        self.count_b: dict[bytes, int] = {}
+        self.forward: dict[bytes, list[tuple[int, int]]] = {}  # anchor -> (entry, where the anchor starts in it)
+        self.backward: dict[bytes, list[tuple[int, int]]] = {}  # reversed anchor -> (entry, where it ends in it)
+        self.loose: list[int] = []
+
+    def put(self, value: str, kind: str, new: bool) -> None:
+        """A value added to the set (``new``), or its kind changed."""
+        entries = self.entries
+        if not new:
+            i = self.at.get(value)
+            if i is not None:
+                _value, data, _kind, short, run = entries[i]
+                entries[i] = (value, data, kind, short, run)
+            return
+        if len(value) > 4096:  # a whole PEM block: its lines are in the set too
+            return
+        data = value.encode("utf-8", "surrogatepass")
+        i = len(entries)
+        self.at[value] = i
+        short = len(value) < _SHORT
+        # (bytes.isalnum: ASCII letters and digits, one run: most keys, no regular expression)
+        runs = [(0, len(data))] if len(data) >= _MIN_RUN and data.isalnum() else \
+            [m.span() for m in _RUN.finditer(data)]
+        if not runs:
+            entries.append((value, data, kind, short, b""))
+            self.loose.append(i)
+            return
+        if len(runs) == 1:
+            s, e = runs[0]
+            run = data[s:e]
+            entries.append((value, data, kind, short, run))
+            _place_anchor(self.forward, self.count_f, run[:_ANCHOR], (i, s))
+            _place_anchor(self.backward, self.count_b, run[-_ANCHOR:][::-1], (i, e))
+            return
+        s, e = max(runs, key=lambda r: r[1] - r[0])
+        entries.append((value, data, kind, short, data[s:e]))
+        # (inside: the neighbour on the anchor's side is the value's own character; a run
+        # shorter than an anchor must also end (start) inside it, to be a whole run in the text)
+        n = len(data)
+        fwd = {data[s:min(e, s + _ANCHOR)]: (s, s > 0 and (e - s >= _ANCHOR or e < n)) for s, e in reversed(runs)}
+        bwd = {data[max(s, e - _ANCHOR):e][::-1]: (e, e < n and (e - s >= _ANCHOR or s > 0)) for s, e in runs}
+        self.choices.append((i, fwd, bwd))
+        count_f, count_b = self.count_f, self.count_b
+        for a in fwd:
+            count_f[a] = count_f.get(a, 0) + 1
+        for a in bwd:
+            count_b[a] = count_b.get(a, 0) + 1
+
+    def finish(self, into: "SecretSet") -> None:
+        """The anchors of the values of several runs chosen, the programs compiled: ``into``'s index."""
+        entries, forward, backward = self.entries, self.forward, self.backward
+        count_f, count_b = self.count_f, self.count_b
+
+        def pick(options: dict, counts: dict) -> tuple[bytes, int]:
+            # rare enough first, then a run inside the value (its neighbour is the value's own
+            # character, whatever surrounds the value), then the longest, then the rarest
+            a = min(options, key=lambda o: (counts[o] > _RARE, not options[o][1], -len(o), counts[o]))
+            return a, options[a][0]
+
+        for i, fwd, bwd in self.choices:
+            a, at = pick(fwd, count_f)
+            forward.setdefault(a, []).append((i, at))
+            if fwd[a][1] and entries[i][1][at - 1:at] in _UNESCAPED:
+                # a forward anchor inside the value, after one of its own characters that no JSON or
+                # URL writer escapes, finds it glued to letters on its left too: a backward one would
+                # find nothing more (and would cost its automaton states, for every value of the set).
+                # (After a "/" or a "+", written %2F or %252B, the anchor is glued to a hex digit.)
+                continue
+            a, at = pick(bwd, count_b)
+            backward.setdefault(a, []).append((i, at))
+        into._entries = entries
+        into._glued = {e[1]: i for i, e in enumerate(entries) if len(e[0]) == _GLUED_LEN and _GLUED_ID.fullmatch(e[0])}
+        into._forward, into._backward = forward, backward
+        into._lens_f = sorted({len(a) for a in forward}, reverse=True)
+        into._lens_b = sorted({len(a) for a in backward}, reverse=True)
+        into._keys_f, into._keys_b = frozenset(forward), frozenset(backward)
+        into._re_f = SecretSet._anchor_re(forward)
+        into._re_b = SecretSet._anchor_re(backward)
+        into._loose = loose = self.loose
+        into._loose_res = []
+        for at in range(0, len(loose), _CHUNK):
+            chunk = loose[at:at + _CHUNK]
+            source = "|".join(f"(?:{_value_pattern(entries[i][0])})" for i in chunk)
+            into._loose_res.append((_bytes_re(source.encode("utf-8", "surrogatepass"), latin1=False), chunk))
+        into._ready = True
 
 
 class SecretSet:
@@ -1822,6 +1921,7 @@ class SecretSet:
         self._memo_names: dict = {}
         self._by_text: list[str] | None = None  # the values sorted, for replace_cut_head
         self._heads: frozenset[str] = frozenset()  # and the first _HEAD_MIN characters of each longer one
+        self._ix: _IndexBuild | None = None  # the index being built value by value (eager), or None
         self.add_all(values)
 
     def __len__(self) -> int:
@@ -1843,6 +1943,8 @@ class SecretSet:
             if (old is None or (old != kind and _kind_rank(kind) < _kind_rank(old))) \
                     and credential_shaped(piece, kind):
                 self.kinds[piece] = kind
+                if self._ix is not None:
+                    self._ix.put(piece, kind, old is None)
                 self._ready = False
                 self._last = None
                 self._memo, self._memo_names = {}, {}
@@ -1864,88 +1966,27 @@ class SecretSet:
 
     # -- the index -------------------------------------------------------------------
 
+    def eager(self) -> None:
+        """Index each value from now on as it is added, and those it holds now: pass 1 adds them
+        while the worker reads the rows, so the index is built on both cores' time instead of after
+        pass 1 (100,000 values: a second). The anchors are chosen and the programs compiled on the
+        first search, as a set built all at once would (the same index)."""
+        if self._ix is None and not self._ready:
+            self._ix = _IndexBuild()
+            for value, kind in self.kinds.items():
+                self._ix.put(value, kind, True)
+
     def _build(self) -> None:
         gc_was = gc.isenabled()
         gc.disable()  # (hundreds of thousands of small objects, none of them cyclic)
         try:
-            self._index()
+            if self._ix is None:
+                self.eager()
+            ix, self._ix = self._ix, None
+            ix.finish(self)
         finally:
             if gc_was:
                 gc.enable()
-
-    def _index(self) -> None:
-        entries: list[tuple[str, bytes, str, bool, bytes]] = []  # (value, UTF-8, kind, short, longest run)
-        choices: list = []  # values of several runs: their anchors are chosen once all are counted
-        count_f: dict[bytes, int] = {}
-        count_b: dict[bytes, int] = {}
-        forward: dict[bytes, list[tuple[int, int]]] = {}  # anchor -> (entry, where the anchor starts in it)
-        backward: dict[bytes, list[tuple[int, int]]] = {}  # reversed anchor -> (entry, where it ends in it)
-        loose: list[int] = []
-        for value, kind in self.kinds.items():
-            if len(value) > 4096:  # a whole PEM block: its lines are in the set too
-                continue
-            data = value.encode("utf-8", "surrogatepass")
-            i = len(entries)
-            short = len(value) < _SHORT
-            # (bytes.isalnum: ASCII letters and digits, one run: most keys, no regular expression)
-            runs = [(0, len(data))] if len(data) >= _MIN_RUN and data.isalnum() else \
-                [m.span() for m in _RUN.finditer(data)]
-            if not runs:
-                entries.append((value, data, kind, short, b""))
-                loose.append(i)
-                continue
-            if len(runs) == 1:
-                s, e = runs[0]
-                run = data[s:e]
-                entries.append((value, data, kind, short, run))
-                _place_anchor(forward, count_f, run[:_ANCHOR], (i, s))
-                _place_anchor(backward, count_b, run[-_ANCHOR:][::-1], (i, e))
-                continue
-            s, e = max(runs, key=lambda r: r[1] - r[0])
-            entries.append((value, data, kind, short, data[s:e]))
-            # (inside: the neighbour on the anchor's side is the value's own character; a run
-            # shorter than an anchor must also end (start) inside it, to be a whole run in the text)
-            n = len(data)
-            fwd = {data[s:min(e, s + _ANCHOR)]: (s, s > 0 and (e - s >= _ANCHOR or e < n)) for s, e in reversed(runs)}
-            bwd = {data[max(s, e - _ANCHOR):e][::-1]: (e, e < n and (e - s >= _ANCHOR or s > 0)) for s, e in runs}
-            choices.append((i, fwd, bwd))
-            for a in fwd:
-                count_f[a] = count_f.get(a, 0) + 1
-            for a in bwd:
-                count_b[a] = count_b.get(a, 0) + 1
-
-        def pick(options: dict, counts: dict) -> tuple[bytes, int]:
-            # rare enough first, then a run inside the value (its neighbour is the value's own
-            # character, whatever surrounds the value), then the longest, then the rarest
-            a = min(options, key=lambda o: (counts[o] > _RARE, not options[o][1], -len(o), counts[o]))
-            return a, options[a][0]
-
-        for i, fwd, bwd in choices:
-            a, at = pick(fwd, count_f)
-            forward.setdefault(a, []).append((i, at))
-            if fwd[a][1] and entries[i][1][at - 1:at] in _UNESCAPED:
-                # a forward anchor inside the value, after one of its own characters that no JSON or
-                # URL writer escapes, finds it glued to letters on its left too: a backward one would
-                # find nothing more (and would cost its automaton states, for every value of the set).
-                # (After a "/" or a "+", written %2F or %252B, the anchor is glued to a hex digit.)
-                continue
-            a, at = pick(bwd, count_b)
-            backward.setdefault(a, []).append((i, at))
-        self._entries = entries
-        self._glued = {e[1]: i for i, e in enumerate(entries) if len(e[0]) == _GLUED_LEN and _GLUED_ID.fullmatch(e[0])}
-        self._forward, self._backward = forward, backward
-        self._lens_f = sorted({len(a) for a in forward}, reverse=True)
-        self._lens_b = sorted({len(a) for a in backward}, reverse=True)
-        self._keys_f, self._keys_b = frozenset(forward), frozenset(backward)
-        self._re_f = self._anchor_re(forward)
-        self._re_b = self._anchor_re(backward)
-        self._loose = loose
-        self._loose_res = []
-        for at in range(0, len(loose), _CHUNK):
-            chunk = loose[at:at + _CHUNK]
-            source = "|".join(f"(?:{_value_pattern(entries[i][0])})" for i in chunk)
-            self._loose_res.append((_bytes_re(source.encode("utf-8", "surrogatepass"), latin1=False), chunk))
-        self._ready = True
 
     @staticmethod
     def _anchor_re(anchors: dict[bytes, list]):
@@ -2550,32 +2591,58 @@ def detect_range(path: str, table: str, detect: tuple[str, ...], lo: int, hi: in
 # leave one process most of the work. (Half a batch: a range is one query.)
 _STRIPE = _BATCH // 2
 _QUEUED = 2
+_ADD_STEP = 500  # values added to the set between looks at the worker's queue
 
 
-def _shared(reader, path: str, pool, table: str, detect: tuple[str, ...], first: int, last: int) -> dict:
-    """Pass 1 over a table's ids first..last, this process and the worker taking ranges in turn."""
+def _shared(reader, path: str, pool, table: str, detect: tuple[str, ...], first: int, last: int,
+            secrets: SecretSet) -> None:
+    """Pass 1 over a table's ids first..last, this process and the worker taking ranges in turn.
+    Each range's values go into ``secrets`` in the order of the rows (the set one process would
+    make), once it and those before it are read, a few at a time between keeping the worker busy:
+    adding them (and indexing them, SecretSet.eager) is this process's work while the worker reads."""
     import sqlite3
 
     ranges = [(lo, min(lo + _STRIPE, last)) for lo in range(first - 1, last, _STRIPE)]
-    done: dict[int, Any] = {}  # range -> its values (this process's) or the worker's pending result
-    queued: list[int] = []
-    for k, (lo, hi) in enumerate(ranges):
-        queued = [q for q in queued if not done[q].ready()]
-        if len(queued) < _QUEUED:
-            done[k] = pool.apply_async(detect_range, (path, table, detect, lo, hi))
-            queued.append(k)
+    sent: dict[int, Any] = {}  # range -> the worker's pending result
+    mine: dict[int, dict] = {}  # range -> this process's values, until their turn
+    taken = merged = 0  # ranges taken by either process; ranges whose values are in ``items``
+    items: deque = deque()  # values read, in the order of the rows, not yet in the set
+    found: dict[str, str] = {}  # the table's values so far, each with its first-ranked kind
+
+    def read_in(wait: bool) -> None:
+        nonlocal merged
+        while merged < taken:
+            got = mine.pop(merged, None)
+            if got is None:
+                result = sent[merged]
+                if not wait and not result.ready():
+                    return
+                try:
+                    got = dict(result.get())
+                except sqlite3.Error:  # the worker could not read: this process reads the range
+                    got = _detect_table(reader, table, detect, *ranges[merged])
+                del sent[merged]
+                wait = False
+            items.extend(got.items())
+            merged += 1
+
+    while merged < len(ranges) or items:
+        while taken < len(ranges) and sum(1 for r in sent.values() if not r.ready()) < _QUEUED:
+            sent[taken] = pool.apply_async(detect_range, (path, table, detect, *ranges[taken]))
+            taken += 1
+        read_in(False)
+        if items:
+            for _ in range(min(len(items), _ADD_STEP)):  # (_merge, each value the table keeps into the set)
+                v, k = items.popleft()
+                old = found.get(v)
+                if old is None or _kind_rank(k) < _kind_rank(old):
+                    found[v] = k
+                    secrets.add(v, k)
+        elif taken < len(ranges):
+            mine[taken] = _detect_table(reader, table, detect, *ranges[taken])
+            taken += 1
         else:
-            done[k] = _detect_table(reader, table, detect, lo, hi)
-    found: dict[str, str] = {}
-    for k, got in sorted(done.items()):  # (in the order of the rows: the set one process would make)
-        if not isinstance(got, dict):
-            try:
-                got = got.get()
-            except sqlite3.Error:  # the worker could not read: this process reads the range
-                got = _detect_table(reader, table, detect, *ranges[k])
-            got = dict(got)
-        _merge(found, got.items())
-    return found
+            read_in(True)  # the worker's last ranges
 
 
 def collect(store, redact_columns: dict, pool=None) -> SecretSet:
@@ -2599,7 +2666,8 @@ def collect(store, redact_columns: dict, pool=None) -> SecretSet:
             if sqlite and pool is not None:
                 first, last = store.tuples(f"SELECT MIN(id), MAX(id) FROM [{table}]")[0]
                 if first is not None and last - first > 2 * _BATCH:
-                    secrets.add_all(_shared(reader, str(store.location), pool, table, detect, first, last).items())
+                    secrets.eager()
+                    _shared(reader, str(store.location), pool, table, detect, first, last, secrets)
                     continue
             secrets.add_all(_detect_table(reader, table, detect).items())
     finally:

@@ -326,6 +326,30 @@ def test_pass_one_shared_with_the_worker_finds_what_one_process_finds(tmp_path):
         pool.join()
     assert set(planted) <= set(alone.kinds)
     assert shared.values() == alone.values()
+    # the shared pass indexed each value as it came (SecretSet.eager): the index is the one a set
+    # built all at once has
+    assert shared.ready() and alone.ready()
+    for part in ("_entries", "_forward", "_backward", "_loose", "_glued"):
+        assert getattr(shared, part) == getattr(alone, part), part
+
+
+def test_an_eager_index_follows_a_kind_named_later_and_the_values_added_after_it_is_built():
+    """A value indexed as it is added keeps the kind the set names it with at the end (the most
+    specific found), and a value added after the index is complete is found too."""
+    rng = random.Random(5)
+    token = "ghp_" + _fake(rng, string.ascii_letters + string.digits, 36)
+    other = "glpat-" + _fake(rng, string.ascii_letters + string.digits, 20)
+    eager = R.SecretSet()
+    eager.eager()
+    eager.add(token, "password")
+    eager.add(token, "github_token")
+    at_once = R.SecretSet([(token, "github_token")])
+    text = f"first {token} then {token}"
+    assert eager.replace(text)[0] == at_once.replace(text)[0] == \
+        f"first {R.REDACTED.format('github_token')} then {R.REDACTED.format('github_token')}"
+    eager.add(other, "gitlab_token")
+    assert eager.replace(f"x {other} {token}")[0] == \
+        f"x {R.REDACTED.format('gitlab_token')} {R.REDACTED.format('github_token')}"
 
 
 def _snapshot_rows(path: Path) -> dict:
