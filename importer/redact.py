@@ -2668,8 +2668,6 @@ def collect(store, redact_columns: dict, pool=None) -> SecretSet:
             reader = _SqliteReader(str(store.location))
         except sqlite3.Error:  # (a store this process can read, but not open again read-only)
             sqlite = False
-    gc_was = gc.isenabled()
-    gc.disable()  # (the values found and their index are long-lived and acyclic, as in _build)
     try:
         for table, detect in redact_columns.items():
             detect = tuple(detect)
@@ -2681,8 +2679,6 @@ def collect(store, redact_columns: dict, pool=None) -> SecretSet:
                     continue
             secrets.add_all(_detect_table(reader, table, detect).items())
     finally:
-        if gc_was:
-            gc.enable()
         if reader is not store:
             reader.conn.close()
     return secrets

@@ -5,7 +5,6 @@ place as the newest build behind the snapshot's link (paths.py)."""
 
 from __future__ import annotations
 
-import gc
 import json
 import os
 import sqlite3
@@ -59,10 +58,6 @@ def build(store: Store, target: Path, zone, zone_name: str, redact: bool, facts:
                 if pool is not None:
                     pool.terminate()
                     pool.join()
-            # what is alive now (the set and its index: hundreds of thousands of objects) lives to
-            # the end: out of the collector's reach, so that no full collection walks it again in this
-            # process, nor in the worker forked next (where walking it would copy every page of it)
-            gc.freeze()
             state.add_secrets(secrets.values())
         prep = Preparer(redact, fts_file=fts_file, secrets=secrets)
         # the snapshot's file opened only now, with every worker forked: a child of a process that
@@ -145,7 +140,6 @@ def build(store: Store, target: Path, zone, zone_name: str, redact: bool, facts:
         if older and inspect_path(target).is_file() and not inspect_path(target).is_symlink():
             inspect_path(target).unlink()  # that older snapshot's counts file: served live now
     except BaseException:
-        gc.unfreeze()
         if prep is not None:
             prep.close()
         if out is not None:
@@ -156,7 +150,6 @@ def build(store: Store, target: Path, zone, zone_name: str, redact: bool, facts:
             if leftover.exists():
                 leftover.unlink()
         raise
-    gc.unfreeze()  # (a watch builds again: what this build kept is collectable from now on)
     report.bytes = target.stat().st_size
     return report
 
