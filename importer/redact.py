@@ -370,7 +370,6 @@ _PASSWORD_WORDS = ("pass", "pwd", "contrase", "密码", "口令", "パスワー�
 
 
 @functools.lru_cache(maxsize=4096)  # (names repeat: password, GH_TOKEN, api_key...)
-@functools.lru_cache(maxsize=4096)  # (names repeat: password, GH_TOKEN, api_key...)
 def _name_is_secret(name: str) -> bool:
     """A JSON key or variable name that holds a credential (``api_key``,
     ``GITHUB_TOKEN``, ``clientSecret``), not one about them (``max_tokens``,
@@ -1814,8 +1813,8 @@ class _IndexBuild:
     once every value is counted (finish), a rare enough one, inside the value, the longest."""
 
     def __init__(self):
-        self.entries: list[tuple[str, bytes, str, bool, bytes]] = []  # (value, UTF-8, kind, short, longest run)
-        self.at: dict[str, int] = {}  # value -> its entry
+        self.entries: list[tuple[str, bytes, bool, bytes]] = []  # (value, UTF-8, short, longest run); its
+        # kind is the set's (SecretSet.kinds: a kind named later needs no change here)
         self.choices: list = []  # values of several runs: their anchors are chosen once all are counted
         self.count_f: dict[bytes, int] = {}
         self.count_b: dict[bytes, int] = {}
@@ -1823,37 +1822,30 @@ class _IndexBuild:
         self.backward: dict[bytes, list[tuple[int, int]]] = {}  # reversed anchor -> (entry, where it ends in it)
         self.loose: list[int] = []
 
-    def put(self, value: str, kind: str, new: bool) -> None:
-        """A value added to the set (``new``), or its kind changed."""
+    def put(self, value: str) -> None:
+        """A value added to the set."""
         entries = self.entries
-        if not new:
-            i = self.at.get(value)
-            if i is not None:
-                _value, data, _kind, short, run = entries[i]
-                entries[i] = (value, data, kind, short, run)
-            return
         if len(value) > 4096:  # a whole PEM block: its lines are in the set too
             return
         data = value.encode("utf-8", "surrogatepass")
         i = len(entries)
-        self.at[value] = i
         short = len(value) < _SHORT
         # (bytes.isalnum: ASCII letters and digits, one run: most keys, no regular expression)
         runs = [(0, len(data))] if len(data) >= _MIN_RUN and data.isalnum() else \
             [m.span() for m in _RUN.finditer(data)]
         if not runs:
-            entries.append((value, data, kind, short, b""))
+            entries.append((value, data, short, b""))
             self.loose.append(i)
             return
         if len(runs) == 1:
             s, e = runs[0]
             run = data[s:e]
-            entries.append((value, data, kind, short, run))
+            entries.append((value, data, short, run))
             _place_anchor(self.forward, self.count_f, run[:_ANCHOR], (i, s))
             _place_anchor(self.backward, self.count_b, run[-_ANCHOR:][::-1], (i, e))
             return
         s, e = max(runs, key=lambda r: r[1] - r[0])
-        entries.append((value, data, kind, short, data[s:e]))
+        entries.append((value, data, short, data[s:e]))
         # (inside: the neighbour on the anchor's side is the value's own character; a run
         # shorter than an anchor must also end (start) inside it, to be a whole run in the text)
         n = len(data)
@@ -1944,8 +1936,8 @@ class SecretSet:
             if (old is None or (old != kind and _kind_rank(kind) < _kind_rank(old))) \
                     and credential_shaped(piece, kind):
                 self.kinds[piece] = kind
-                if self._ix is not None:
-                    self._ix.put(piece, kind, old is None)
+                if self._ix is not None and old is None:
+                    self._ix.put(piece)
                 self._ready = False
                 self._last = None
                 self._memo, self._memo_names = {}, {}
@@ -1983,8 +1975,8 @@ class SecretSet:
         first search, as a set built all at once would (the same index)."""
         if self._ix is None and not self._ready:
             self._ix = _IndexBuild()
-            for value, kind in self.kinds.items():
-                self._ix.put(value, kind, True)
+            for value in self.kinds:
+                self._ix.put(value)
 
     def _build(self) -> None:
         gc_was = gc.isenabled()
@@ -2162,7 +2154,7 @@ class SecretSet:
                 value_len = len(entries[i][1])
                 lo = max(0, start - 9 * value_len - 9) if start >= 0 else 0
                 hi = min(len(data), max(start, 0) + 10 * value_len + 9)
-                if entries[i][4] and data.find(entries[i][4], lo, hi) < 0:
+                if entries[i][3] and data.find(entries[i][3], lo, hi) < 0:
                     continue  # its longest run, never escaped, is not there: not it
                 if not all(data.find(run, lo, hi) >= 0 for run in _RUN.findall(entries[i][1])):
                     continue  # nor is every other run (a look-alike: a value's pattern costs ms to compile)
@@ -2227,7 +2219,8 @@ class SecretSet:
         for s, e, i in sorted(spans, key=lambda x: (x[0], x[0] - x[1])):
             if s < end:
                 continue
-            value, _data, kind, short, _run = entries[i if i >= 0 else ~i]
+            value, _data, short, _run = entries[i if i >= 0 else ~i]
+            kind = self.kinds[value]
             if i >= 0 and short and (_char_before(data, s).isalnum() or _char_after(data, e).isalnum()):
                 continue  # a short value inside a longer word: not it
             if names and not rewrites_name(value, kind):
@@ -2573,12 +2566,15 @@ def _detect_table(store, table: str, detect: tuple[str, ...], lo: int = 0, hi: i
     return found
 
 
-def _merge(found: dict, more: Iterable[tuple[str, str]]) -> None:
-    """Values into ``found`` (value -> kind), each with the first-ranked kind it was found with."""
+def _merge(found: dict, more: Iterable[tuple[str, str]], into: SecretSet | None = None) -> None:
+    """Values into ``found`` (value -> kind), each with the first-ranked kind it was found with;
+    and each value and kind it keeps into the set ``into``, when one is given."""
     for v, k in more:
         old = found.get(v)
         if old is None or _kind_rank(k) < _kind_rank(old):
             found[v] = k
+            if into is not None:
+                into.add(v, k)
 
 
 _READERS: dict[str, "_SqliteReader"] = {}  # the worker's connection to each store, kept between its ranges
@@ -2640,12 +2636,7 @@ def _shared(reader, path: str, pool, table: str, detect: tuple[str, ...], first:
             taken += 1
         read_in(False)
         if items:
-            for _ in range(min(len(items), _ADD_STEP)):  # (_merge, each value the table keeps into the set)
-                v, k = items.popleft()
-                old = found.get(v)
-                if old is None or _kind_rank(k) < _kind_rank(old):
-                    found[v] = k
-                    secrets.add(v, k)
+            _merge(found, (items.popleft() for _ in range(min(len(items), _ADD_STEP))), secrets)
         elif taken < len(ranges):
             mine[taken] = _detect_table(reader, table, detect, *ranges[taken])
             taken += 1
