@@ -1124,11 +1124,15 @@ class Detector:
         out.extend(formats)
         if formats and "\n" in text:
             self._wrapped(text, formats, out)
+        # where a format found its value: a keyword rule that finds the same text there has
+        # nothing to add (the format's kind ranks first), and its checks are skipped
+        taken = {(s, e) for _v, _k, s, e in formats}
         if _N_JWT in hit:
             for m in _finditer_from(_JWT, _JWT_LITERAL, text):
                 token = m.group()
                 if token.count(".") == 2 and len(token) > 60 or JwtTokenDetector.is_formally_valid(token):
                     out.append((token, "jwt", m.start(), m.end()))
+                    taken.add(m.span())
         if _N_PEM in hit:
             self._pem(text, out)
         if any(i < _N_FORMATS and FORMATS[i].kind == "aws_access_key" for i in hit):
@@ -1158,7 +1162,7 @@ class Detector:
                     out.append((pw if len(pw) >= 8 else f"{m.group('user')}:{pw}", "url_password",
                                 m.start("pw") if len(pw) >= 8 else m.start("user"), m.end("pw")))
         if _N_KW in hit or _N_CJK in hit or _N_CMD in hit:
-            self._keywords(text, out, hit)
+            self._keywords(text, out, hit, taken)
         if _N_PGPASS in hit:
             for m in _PGPASS.finditer(text):
                 v = m.group("uv")
@@ -1188,12 +1192,13 @@ class Detector:
             if _aws_secret_shape(m.group()) and min(abs(m.start() - a) for a in ids) <= 300:
                 out.append((m.group(), "aws_secret_key", m.start(), m.end()))
 
-    def _keywords(self, text: str, out: list, hit: set) -> None:
+    def _keywords(self, text: str, out: list, hit: set, taken: set = frozenset()) -> None:
         """The keyword, command-line and CJK rules, run only around where
         their needles match (Python's regular expressions are slow over a
-        long text; RE2's one pass finds the few places)."""
+        long text; RE2's one pass finds the few places). ``taken``: the spans
+        (start, end) where a format found its value."""
         if len(text) <= 2 * _WINDOW or _re2 is None:
-            self._keywords_in(text, out, hit)
+            self._keywords_in(text, out, hit, taken)
             return
         merged: list[list[int]] = []
         for m in self.kw_finder.finditer(text):
@@ -1208,14 +1213,15 @@ class Detector:
             if nl >= 0:
                 a = nl + 1
             found: list = []
-            self._keywords_in(text[a:b], found, hit)
+            self._keywords_in(text[a:b], found, hit,
+                              {(s - a, e - a) for s, e in taken if a <= s and e <= b} if taken else taken)
             for v, k, st, en in found:
                 item = (v, k, st + a if st >= 0 else -1, en + a if en >= 0 else -1)
                 if item not in seen:
                     seen.add(item)
                     out.append(item)
 
-    def _assignments(self, text: str, low: str, out: list) -> None:
+    def _assignments(self, text: str, low: str, out: list, taken: set = frozenset()) -> None:
         """``NAME = value``, ``"name": "value"``, ``NAME: value`` where NAME
         holds a credential-sounding word (the name is found from the word with
         str.find: a regular expression that looks for names is slow)."""
@@ -1244,8 +1250,8 @@ class Detector:
                 if m is None or _inside_marker(text, s):
                     continue
                 v, vs, ve, quoted = _quoted_value(m)
-                if v is None or (not quoted and text[ve:ve + 1] == "("):
-                    continue  # a call: token = getToken(...)
+                if v is None or (not quoted and text[ve:ve + 1] == "(") or ((vs, ve) in taken and "\\" not in v):
+                    continue  # a call: token = getToken(...); or a format's value
                 if strict and not _random_key(_unquote_value(v) if quoted else v):
                     continue
                 self._add_value(v, _keyword_kind(name), vs, ve, quoted, out)
@@ -1271,13 +1277,13 @@ class Detector:
                         out.append((v, _keyword_kind(m.group("name")), vs, vs + len(v)))
                 at = low.find(root, at + len(root))
 
-    def _keywords_in(self, text: str, out: list, hit: set) -> None:
+    def _keywords_in(self, text: str, out: list, hit: set, taken: set = frozenset()) -> None:
         low = text.lower()
         if len(low) != len(text):
             low = None
         if _N_KW in hit:
             if low is not None:
-                self._assignments(text, low, out)
+                self._assignments(text, low, out, taken)
                 self._prose(text, low, out)
             for m in (_FLAG.finditer(text) if "--" in text else ()):
                 name = m.group("name")
@@ -1289,11 +1295,11 @@ class Detector:
                     self._add_value(v, _keyword_kind(name), s, e, quoted, out)
             for m in (_AUTHORIZATION.finditer(text) if low is None or "authorization" in low else ()):
                 v = m.group("uv")
-                if _starts_token(text, m.start()) and looks_secret(v, quoted=True):
+                if m.span("uv") not in taken and _starts_token(text, m.start()) and looks_secret(v, quoted=True):
                     out.append((v, "authorization", m.start("uv"), m.end("uv")))
             for m in (_BEARER.finditer(text) if low is None else _finditer_from(_BEARER, "bearer", text, low)):
                 v = m.group("uv")
-                if _starts_token(text, m.start()) and looks_secret(v, quoted=True):
+                if m.span("uv") not in taken and _starts_token(text, m.start()) and looks_secret(v, quoted=True):
                     out.append((v, "bearer_token", m.start("uv"), m.end("uv")))
             for m in (_COOKIE.finditer(text) if low is None or "cookie" in low or "-b " in low else ()):
                 if not _starts_token(text, m.start(), ""):
